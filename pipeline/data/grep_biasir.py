@@ -1,0 +1,193 @@
+"""Grep-BiasIR (Krieg et al., CHIIR 2023; CC0): the embedded offline default collection.
+
+117 gender-neutral queries in 7 categories; each query has one relevant and one non-relevant
+document, each written in a female, a male and a neutral version (702 documents). We turn it
+into the pipeline's corpus / queries / qrels / triples tables.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pipeline.retrieval.bm25 import bm25_topk
+
+log = logging.getLogger(__name__)
+
+RESOURCE_DIR = Path(__file__).resolve().parent.parent / "resources" / "grep_biasir"
+QUERY_FIELDS = ("q_id", "category", "query")
+DOC_FIELDS = (
+    "q_id", "d_id", "relevant", "query", "doc_title", "document", "content_gender",
+    "exp_stereotype",
+)  # fmt: skip
+GENDERS = ("F", "M", "N", "both")
+# The published CSVs label 5 documents that mention both genders `both`, one misspelt.
+GENDER_FIXES = {"botrh": "both"}
+
+
+class GrepBiasIRError(ValueError):
+    """A Grep-BiasIR CSV file is missing or has a malformed row."""
+
+
+@dataclass(frozen=True)
+class GrepBiasIR:
+    corpus: pl.DataFrame
+    queries: pl.DataFrame
+    qrels: pl.DataFrame
+
+
+def _read_rows(path: Path, fields: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
+    if not path.exists():
+        raise GrepBiasIRError(
+            f"{path}: Grep-BiasIR file not found; reinstall the package or restore "
+            "pipeline/resources/grep_biasir/ from git"
+        )
+    with path.open(encoding="utf-8", newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header is None or tuple(h.strip() for h in header) != fields:
+            raise GrepBiasIRError(f"{path}: header {header} is not the expected {list(fields)}")
+        rows = []
+        for row in reader:
+            if len(row) != len(fields):
+                raise GrepBiasIRError(
+                    f"{path}, line {reader.line_num}: expected {len(fields)} fields "
+                    f"{list(fields)}, got {len(row)}: {row[:3]}…; fix the quoting of that row"
+                )
+            rows.append((reader.line_num, dict(zip(fields, row, strict=True))))
+    return rows
+
+
+def _check_doc_row(path: Path, line: int, row: dict[str, str], query_ids: set[str]) -> None:
+    row["content_gender"] = GENDER_FIXES.get(row["content_gender"], row["content_gender"])
+    problems = []
+    if row["q_id"] not in query_ids:
+        problems.append(f"q_id {row['q_id']!r} is not in queries.csv")
+    if row["relevant"] not in ("0", "1"):
+        problems.append(f"relevant must be 0 or 1, got {row['relevant']!r}")
+    if row["content_gender"] not in GENDERS:
+        problems.append(f"content_gender must be one of {GENDERS}, got {row['content_gender']!r}")
+    if not row["d_id"].strip():
+        problems.append("empty d_id")
+    if not row["document"].strip():
+        problems.append("empty document text")
+    if problems:
+        raise GrepBiasIRError(f"{path}, line {line}: " + "; ".join(problems))
+
+
+def load_grep_biasir(root: Path = RESOURCE_DIR) -> GrepBiasIR:
+    """Read and validate the shipped CSVs. Document text = title + ' ' + body."""
+    qrows = _read_rows(root / "queries.csv", QUERY_FIELDS)
+    queries = pl.DataFrame(
+        {
+            "query_id": [r["q_id"] for _, r in qrows],
+            "text": [r["query"].strip() for _, r in qrows],
+            "category": [r["category"].strip() for _, r in qrows],
+        }
+    )
+    qids = set(queries["query_id"])
+    docs: dict[str, dict[str, str]] = {}
+    qrels: list[tuple[str, str, int]] = []
+    files = sorted(root.glob("queries-documents_*.csv"))
+    if not files:
+        raise GrepBiasIRError(f"{root}: no queries-documents_*.csv files found")
+    for path in files:
+        for line, row in _read_rows(path, DOC_FIELDS):
+            _check_doc_row(path, line, row, qids)
+            if row["d_id"] in docs:
+                raise GrepBiasIRError(f"{path}, line {line}: duplicate d_id {row['d_id']!r}")
+            docs[row["d_id"]] = row
+            qrels.append((row["q_id"], row["d_id"], int(row["relevant"])))
+    corpus = pl.DataFrame(
+        {
+            "doc_id": list(docs),
+            "text": [f"{r['doc_title'].strip()} {r['document'].strip()}" for r in docs.values()],
+            "title": [r["doc_title"].strip() for r in docs.values()],
+            "group": [r["content_gender"] for r in docs.values()],
+        }
+    )
+    qrels_df = pl.DataFrame(
+        qrels, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8, "relevance": pl.Int64}, orient="row"
+    )
+    return GrepBiasIR(corpus, queries, qrels_df)
+
+
+def subset_queries(data: GrepBiasIR, n: int) -> GrepBiasIR:
+    """The first `n` queries by id, with their documents.
+
+    Used by small test profiles; documents of dropped queries leave the corpus too.
+    """
+    keep = sorted(data.queries["query_id"].to_list(), key=_id_key)[:n]
+    qrels = data.qrels.filter(pl.col("query_id").is_in(keep))
+    return GrepBiasIR(
+        data.corpus.filter(pl.col("doc_id").is_in(qrels["doc_id"].implode())),
+        data.queries.filter(pl.col("query_id").is_in(keep)),
+        qrels,
+    )
+
+
+def split_queries(queries: pl.DataFrame, test_fraction: float, seed: int) -> pl.DataFrame:
+    """Add `split` (train/test): a seeded split stratified by `category`.
+
+    Each category contributes round(n × test_fraction) test queries (at least one when the
+    fraction is positive and the category has two or more queries).
+    """
+    rng = np.random.default_rng(seed)
+    test: set[str] = set()
+    for cat in sorted(queries["category"].unique().to_list()):
+        ids = sorted(queries.filter(pl.col("category") == cat)["query_id"].to_list(), key=_id_key)
+        n_test = round(len(ids) * test_fraction)
+        if test_fraction > 0 and len(ids) > 1:
+            n_test = min(max(n_test, 1), len(ids) - 1)
+        test.update(rng.permutation(np.array(ids, dtype=object))[:n_test].tolist())
+    split = pl.when(pl.col("query_id").is_in(sorted(test))).then(pl.lit("test"))
+    return queries.with_columns(split.otherwise(pl.lit("train")).alias("split"))
+
+
+def _id_key(x: str) -> tuple[int, str]:
+    return (int(x), x) if x.isdigit() else (1 << 62, x)
+
+
+def make_triples(
+    data: GrepBiasIR, train_ids: list[str], bm25_negatives: int, bm25_pool: int, seed: int
+) -> pl.DataFrame:
+    """Training triples for the train queries.
+
+    Each relevant document (3 gender versions) is paired with each of the query's
+    non-relevant documents (`source = same_query`) and with `bm25_negatives` documents
+    sampled from the BM25 top-`bm25_pool` of the query that belong to other queries
+    (`source = bm25`).
+    """
+    rng = np.random.default_rng(seed)
+    qrels = data.qrels.filter(pl.col("query_id").is_in(train_ids))
+    rel = qrels.filter(pl.col("relevance") > 0)
+    nonrel = qrels.filter(pl.col("relevance") == 0)
+    same = rel.join(nonrel, on="query_id", suffix="_neg").select(
+        "query_id",
+        pl.col("doc_id").alias("pos_doc_id"),
+        pl.col("doc_id_neg").alias("neg_doc_id"),
+        pl.lit("same_query").alias("source"),
+    )
+    if bm25_negatives == 0:
+        return same.sort("query_id", "pos_doc_id", "neg_doc_id")
+    queries = data.queries.filter(pl.col("query_id").is_in(train_ids))
+    own = data.qrels.select("query_id", "doc_id", pl.lit(True).alias("own"))
+    pool = (
+        bm25_topk(data.corpus, queries, k=bm25_pool + 6)
+        .join(own, on=["query_id", "doc_id"], how="left")
+        .filter(pl.col("own").is_null())
+    )
+    rows = []
+    for qid, pos in rel.sort("query_id", "doc_id").select("query_id", "doc_id").iter_rows():
+        cands = pool.filter(pl.col("query_id") == qid).sort("rank")["doc_id"].to_list()[:bm25_pool]
+        for neg in rng.permutation(np.array(cands, dtype=object))[:bm25_negatives].tolist():
+            rows.append((qid, pos, neg, "bm25"))
+    bm25 = pl.DataFrame(
+        rows, schema=["query_id", "pos_doc_id", "neg_doc_id", "source"], orient="row"
+    )
+    return pl.concat([same, bm25]).sort("query_id", "pos_doc_id", "source", "neg_doc_id")

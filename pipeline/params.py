@@ -1,0 +1,278 @@
+"""Typed, validated view of params.yaml.
+
+Every section is a frozen dataclass. Loading rejects unknown keys, ill-typed values and
+out-of-range values with one error naming the key (e.g. `methods.penalty_irrelevant.lambda`)
+and what was expected, so a typo in `dvc exp run -S …` fails at once instead of silently
+running the default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_PARAMS = "params.yaml"
+
+
+class ParamsError(ValueError):
+    """params.yaml is missing a key, has an unknown key, or a value of the wrong type/range."""
+
+
+@dataclass(frozen=True)
+class DatasetParams:
+    name: str = "grep-biasir"
+    test_fraction: float = 0.3
+    split_seed: int = 13
+    bm25_negatives: int = 2
+    bm25_pool: int = 10
+    max_queries: int | None = None
+
+
+@dataclass(frozen=True)
+class ScoreParams:
+    tokenizer: str = "reference"
+    wordlist_specific: str = "pipeline/resources/wordlists/wordlist_genderspecific.txt"
+    wordlist_representative: str = "pipeline/resources/wordlists/wordlist_gender_representative.txt"
+    liwc_dic: str | None = None
+    neutrality_tau: float = 1.0
+
+
+@dataclass(frozen=True)
+class CandidatesParams:
+    top_k: int = 50
+    k1: float = 0.9
+    b: float = 0.4
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    name: str = "all-MiniLM-L6-v2"
+    n_layers: int | None = None
+    max_len: int = 128
+    q_len: int = 32
+
+
+@dataclass(frozen=True)
+class TrainParams:
+    seed: int = 42
+    batch_size: int = 16
+    lr: float = 3e-5
+    epochs: int = 1
+    warmup_ratio: float = 0.1
+    max_steps: int | None = None
+    log_every: int = 5
+    grad_clip: float = 1.0
+    threads: int = 2
+    device: str = "auto"
+
+
+@dataclass(frozen=True)
+class RerankParams:
+    batch_size: int = 64
+
+
+@dataclass(frozen=True)
+class EvaluateParams:
+    cutoffs: list[int] = field(default_factory=lambda: [10, 20])
+    awrf_target: str = "uniform"
+
+
+@dataclass(frozen=True)
+class MethodParams:
+    """One entry under `methods:`: how its training data is ordered and which loss it uses."""
+
+    ordering: str
+    loss: str
+    psi: str = "bool_abs"
+    lambda_: float | None = None
+    lambda_pos: float | None = None
+    lambda_neg: float | None = None
+    margin: float = 1.0
+
+    def loss_params(self) -> dict[str, float]:
+        out = {"margin": self.margin}
+        for k in ("lambda_", "lambda_pos", "lambda_neg"):
+            v = getattr(self, k)
+            if v is not None:
+                out[k.rstrip("_")] = v
+        return out
+
+
+@dataclass(frozen=True)
+class Params:
+    dataset: DatasetParams
+    score: ScoreParams
+    candidates: CandidatesParams
+    model: ModelParams
+    train: TrainParams
+    rerank: RerankParams
+    evaluate: EvaluateParams
+    methods: dict[str, MethodParams]
+
+
+PSI_COLUMNS = ("bool_abs", "tf_abs", "tc_abs")
+DATASETS = ("grep-biasir",)
+
+_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "dataset.test_fraction": (0.0, 1.0),
+    "dataset.bm25_negatives": (0, None),
+    "dataset.bm25_pool": (1, None),
+    "dataset.max_queries": (2, None),
+    "score.neutrality_tau": (0, None),
+    "candidates.top_k": (1, None),
+    "candidates.k1": (0, None),
+    "candidates.b": (0, 1),
+    "model.n_layers": (1, None),
+    "model.max_len": (8, None),
+    "model.q_len": (1, None),
+    "train.batch_size": (1, None),
+    "train.lr": (0, None),
+    "train.epochs": (1, None),
+    "train.warmup_ratio": (0, 1),
+    "train.max_steps": (1, None),
+    "train.log_every": (1, None),
+    "train.threads": (1, None),
+    "rerank.batch_size": (1, None),
+}
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", str(tp)).replace("NoneType", "null")
+
+
+def _coerce(value: Any, tp: Any, key: str) -> Any:
+    """Check `value` against the annotation `tp`; ints are accepted where floats are."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(value, inner[0], key)
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        if not isinstance(value, list):
+            raise ParamsError(f"params key {key!r}: expected a list, got {value!r}")
+        return [_coerce(v, item, f"{key}[{i}]") for i, v in enumerate(value)]
+    ok = (
+        (tp is float and isinstance(value, int | float) and not isinstance(value, bool))
+        or (tp is int and isinstance(value, int) and not isinstance(value, bool))
+        or (tp is str and isinstance(value, str))
+        or (tp is bool and isinstance(value, bool))
+    )
+    if not ok:
+        raise ParamsError(
+            f"params key {key!r}: expected {_type_name(tp)}, got {value!r} "
+            f"({type(value).__name__}); fix it in params.yaml or your `-S` override."
+        )
+    return float(value) if tp is float else value
+
+
+def _check_range(key: str, value: Any) -> None:
+    if key not in _RANGES or value is None:
+        return
+    lo, hi = _RANGES[key]
+    values = value if isinstance(value, list) else [value]
+    for v in values:
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            raise ParamsError(
+                f"params key {key!r}: {v!r} is out of range [{lo}, {hi if hi is not None else '∞'}]"
+            )
+
+
+def _build(cls: type, data: Any, prefix: str) -> Any:
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ParamsError(f"params key {prefix!r}: expected a mapping, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name.rstrip("_"): f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ParamsError(
+            f"params key {prefix}.{unknown[0]!r} is unknown; known keys of {prefix!r}: "
+            f"{sorted(fields)}"
+        )
+    kwargs = {}
+    for name, f in fields.items():
+        key = f"{prefix}.{name}"
+        if name not in data:
+            no_default = f.default is dataclasses.MISSING
+            if no_default and f.default_factory is dataclasses.MISSING:
+                raise ParamsError(f"params key {key!r} is required but missing")
+            continue
+        value = _coerce(data[name], hints[f.name], key)
+        _check_range(key, value)
+        kwargs[f.name] = value
+    return cls(**kwargs)
+
+
+def parse_params(raw: Mapping[str, Any]) -> Params:
+    """Validate a params mapping (as read from params.yaml) into `Params`."""
+    sections = {f.name: f for f in dataclasses.fields(Params)}
+    unknown = sorted(set(raw) - set(sections))
+    if unknown:
+        raise ParamsError(f"params key {unknown[0]!r} is unknown; known sections: {sorted(sections)}")
+    hints = typing.get_type_hints(Params)
+    built: dict[str, Any] = {
+        name: _build(hints[name], raw.get(name), name) for name in sections if name != "methods"
+    }
+    methods_raw = raw.get("methods")
+    if not isinstance(methods_raw, Mapping) or not methods_raw:
+        raise ParamsError("params key 'methods' must map at least one method name to its settings")
+    built["methods"] = {
+        str(m): _build(MethodParams, v, f"methods.{m}") for m, v in methods_raw.items()
+    }
+    params = Params(**built)
+    _check_names(params)
+    return params
+
+
+def _check_names(params: Params) -> None:
+    from pipeline.registry import check_known
+
+    if params.dataset.name not in DATASETS:
+        raise ParamsError(
+            f"params key 'dataset.name': unknown dataset {params.dataset.name!r}; "
+            f"known: {list(DATASETS)}"
+        )
+    for name, m in params.methods.items():
+        check_known("ordering", m.ordering, f"methods.{name}.ordering")
+        check_known("loss", m.loss, f"methods.{name}.loss")
+        if m.psi not in PSI_COLUMNS:
+            raise ParamsError(
+                f"params key 'methods.{name}.psi': unknown Ψ column {m.psi!r}; "
+                f"known: {list(PSI_COLUMNS)}"
+            )
+
+
+def load_params(path: str | Path = DEFAULT_PARAMS) -> Params:
+    """Read and validate params.yaml."""
+    p = Path(path)
+    if not p.exists():
+        raise ParamsError(f"{p}: params file not found; run from the repository root")
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise ParamsError(f"{p}: malformed YAML: {e}") from e
+    try:
+        return parse_params(raw)
+    except ParamsError as e:
+        raise ParamsError(f"{p}: {e}") from e
+
+
+def get_method(params: Params, name: str) -> MethodParams:
+    """The settings of one method; an unknown name lists the known ones."""
+    if name not in params.methods:
+        raise ParamsError(
+            f"unknown method {name!r}; known (under `methods:` in params.yaml): "
+            f"{sorted(params.methods)}"
+        )
+    return params.methods[name]

@@ -1,0 +1,165 @@
+"""Arrow schema of every artifact the pipeline writes, and validation against it.
+
+Each artifact has required columns (name → Arrow type) and optional columns. A table that
+lacks a required column, carries an unknown column, or has a column of the wrong type is
+rejected with one error naming the file, the missing and extra columns and the wrong types.
+Ids are strings everywhere; ranks start at 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+STR = pa.string()
+I64 = pa.int64()
+F64 = pa.float64()
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Columns of one artifact: required ones in order, then optional ones."""
+
+    name: str
+    required: dict[str, pa.DataType]
+    optional: dict[str, pa.DataType] = field(default_factory=dict)
+    unique: tuple[str, ...] = ()
+
+    def columns(self) -> dict[str, pa.DataType]:
+        return {**self.required, **self.optional}
+
+
+CORPUS = Schema(
+    "corpus",
+    {"doc_id": STR, "text": STR},
+    {"title": STR, "group": STR},
+    unique=("doc_id",),
+)
+QUERIES = Schema(
+    "queries",
+    {"query_id": STR, "text": STR, "split": STR},
+    {"set": STR, "category": STR},
+    unique=("query_id",),
+)
+QRELS = Schema(
+    "qrels", {"query_id": STR, "doc_id": STR, "relevance": I64}, unique=("query_id", "doc_id")
+)
+TRIPLES = Schema(
+    "triples",
+    {"query_id": STR, "pos_doc_id": STR, "neg_doc_id": STR},
+    {"source": STR},
+)
+ORDERED_TRIPLES = Schema(
+    "ordered triples",
+    {"query_id": STR, "pos_doc_id": STR, "neg_doc_id": STR, "position": I64, "psi": F64},
+    {"source": STR, "bucket": I64},
+    unique=("position",),
+)
+DOC_SCORES = Schema(
+    "doc_scores",
+    {
+        "doc_id": STR,
+        "tc_f": I64,
+        "tc_m": I64,
+        "tf_f": F64,
+        "tf_m": F64,
+        "bool_f": I64,
+        "bool_m": I64,
+        "psi_tc": F64,
+        "psi_tf": F64,
+        "psi_bool": F64,
+        "neutrality": F64,
+        "lex_f": F64,
+        "lex_m": F64,
+        "n_words": I64,
+        "tokenizer": STR,
+        "lexicon": STR,
+    },
+    unique=("doc_id",),
+)
+CANDIDATES = Schema(
+    "candidates",
+    {"query_id": STR, "doc_id": STR, "rank": I64, "score": F64},
+    unique=("query_id", "doc_id"),
+)
+RUN = Schema(
+    "run",
+    {"query_id": STR, "doc_id": STR, "score": F64, "rank": I64},
+    unique=("query_id", "doc_id"),
+)
+CURVE = Schema("training curve", {"step": I64, "loss": F64, "lr": F64})
+
+ALL = {
+    s.name: s
+    for s in (CORPUS, QUERIES, QRELS, TRIPLES, ORDERED_TRIPLES, DOC_SCORES, CANDIDATES, RUN, CURVE)
+}
+
+
+class SchemaError(ValueError):
+    """A table does not match its artifact schema."""
+
+
+def _type_ok(actual: pa.DataType, expected: pa.DataType) -> bool:
+    if actual == expected:
+        return True
+    # large_string / string_view are the same logical type as string.
+    strings = (pa.string(), pa.large_string(), pa.string_view())
+    return expected == pa.string() and actual in strings
+
+
+def _show(t: pa.DataType) -> str:
+    return "string" if t in (pa.large_string(), pa.string_view()) else str(t)
+
+
+def validate(table: pa.Table, schema: Schema, source: str) -> pa.Table:
+    """Check `table` against `schema`; return it with columns cast and ordered canonically.
+
+    `source` names the file (or stage) in the error message.
+    """
+    cols = schema.columns()
+    names = table.column_names
+    missing = [c for c in schema.required if c not in names]
+    extra = [c for c in names if c not in cols]
+    wrong = [
+        f"{c}: expected {cols[c]}, got {_show(table.schema.field(c).type)}"
+        for c in names
+        if c in cols and not _type_ok(table.schema.field(c).type, cols[c])
+    ]
+    if missing or extra or wrong:
+        parts = []
+        if missing:
+            parts.append(f"missing columns {missing}")
+        if extra:
+            parts.append(f"unexpected columns {extra}")
+        if wrong:
+            parts.append("wrong types [" + "; ".join(wrong) + "]")
+        raise SchemaError(
+            f"{source}: does not match the {schema.name!r} schema: {', '.join(parts)}. "
+            f"Expected columns {list(schema.required)} (optional {list(schema.optional)}). "
+            "Regenerate it with `dvc repro` or fix the file."
+        )
+    ordered = [c for c in cols if c in names]
+    out = table.select(ordered)
+    target = pa.schema([(c, cols[c]) for c in ordered])
+    out = out.cast(target)
+    _check_ids(out, schema, source)
+    return out
+
+
+def _check_ids(table: pa.Table, schema: Schema, source: str) -> None:
+    for c in schema.required:
+        if schema.required[c] == STR and c.endswith("_id") and table.column(c).null_count:
+            raise SchemaError(f"{source}: column {c!r} has {table.column(c).null_count} null ids")
+    if not schema.unique or table.num_rows == 0:
+        return
+    keys = table.select(list(schema.unique))
+    grouped = keys.group_by(list(schema.unique)).aggregate([([], "count_all")])
+    dup = grouped.filter(pc.greater(grouped.column("count_all"), 1))
+    if dup.num_rows:
+        first = {c: dup.column(c)[0].as_py() for c in schema.unique}
+        raise SchemaError(
+            f"{source}: {dup.num_rows} duplicate {schema.unique} keys in the {schema.name!r} "
+            f"table, first {first}; each must appear once. Deduplicate the input."
+        )

@@ -1,0 +1,1 @@
+"""Thin DVC stage entry points: `python -m stages.<name>` (argparse → params → library → write)."""

@@ -1,0 +1,62 @@
+"""Stage `evaluate@<method>`: effectiveness and fairness metrics of the method's run."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import polars as pl
+
+from pipeline import io, schemas
+from pipeline.metrics.suite import EvalInputs, evaluate
+from stages.common import run_stage, setup
+
+log = logging.getLogger("stages.evaluate")
+AWRF_GROUPS = ("F", "M", "N")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ns = setup(__doc__ or "", argv, method=True)
+    p = ns.params.evaluate
+    run = io.read_table(f"runs/{ns.method}.parquet", schemas.RUN)
+    qrels = io.read_table("data/qrels.parquet", schemas.QRELS)
+    doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
+    candidates = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
+    corpus = io.read_table("data/corpus.parquet", schemas.CORPUS)
+    groups = None
+    if "group" in corpus.columns:
+        # Documents labelled `both` have no single F/M/N alignment and are dropped from AWRF.
+        groups = corpus.select("doc_id", "group").filter(pl.col("group").is_in(AWRF_GROUPS))
+    inputs = EvalInputs(
+        run=run,
+        qrels=qrels.filter(pl.col("query_id").is_in(run["query_id"].unique().implode())),
+        doc_scores=doc_scores,
+        candidates=candidates,
+        doc_groups=groups,
+        awrf_target=p.awrf_target,
+    )
+    aggregate, per_query = evaluate(inputs, cutoffs=tuple(p.cutoffs))
+    info = {
+        "method": ns.method,
+        "tokenizer": doc_scores["tokenizer"][0] if doc_scores.height else "",
+        "lexicon": doc_scores["lexicon"][0] if doc_scores.height else "",
+    }
+    result = {**aggregate, **info}
+    io.write_table(per_query.to_arrow(), f"eval/{ns.method}/per_query.parquet", _per_query_schema(per_query))
+    io.write_json(result, f"eval/{ns.method}/metrics.json")
+    io.write_json(result, f"metrics/{ns.method}.json")
+    log.info(
+        "evaluate@%s: %d queries; %s",
+        ns.method,
+        per_query.height,
+        ", ".join(f"{k} {v:.4f}" for k, v in aggregate.items() if k.endswith("@10")),
+    )
+
+
+def _per_query_schema(df: pl.DataFrame) -> schemas.Schema:
+    cols = {c: schemas.F64 for c in df.columns if c != "query_id"}
+    return schemas.Schema("per-query metrics", {"query_id": schemas.STR}, cols, unique=("query_id",))
+
+
+if __name__ == "__main__":
+    run_stage(main)
