@@ -146,7 +146,9 @@ def read_trec_run(path: str | Path) -> pl.DataFrame:
         )
     df = df.with_row_index("_order")
     df = df.sort(["query_id", "score", "_order"], descending=[False, True, False])
-    df = df.with_columns(pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank"))
+    df = df.with_columns(
+        pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank")
+    )
     out = df.select("query_id", "doc_id", "score", "rank")
     try:
         validate(out.to_arrow(), RUN, str(p))

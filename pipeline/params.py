@@ -90,7 +90,7 @@ class MethodParams:
 
     ordering: str
     loss: str
-    psi: str = "bool_abs"
+    psi: str  # required: order@<method> declares it as a DVC param dependency
     lambda_: float | None = None
     lambda_pos: float | None = None
     lambda_neg: float | None = None
@@ -118,6 +118,8 @@ class Params:
 
 
 PSI_COLUMNS = ("bool_abs", "tf_abs", "tc_abs")
+# Reserved: the report's reference row evaluates the BM25 candidates under this name.
+FIRST_STAGE = "bm25"
 DATASETS = ("grep-biasir",)
 
 _RANGES: dict[str, tuple[float | None, float | None]] = {
@@ -219,7 +221,9 @@ def parse_params(raw: Mapping[str, Any]) -> Params:
     sections = {f.name: f for f in dataclasses.fields(Params)}
     unknown = sorted(set(raw) - set(sections))
     if unknown:
-        raise ParamsError(f"params key {unknown[0]!r} is unknown; known sections: {sorted(sections)}")
+        raise ParamsError(
+            f"params key {unknown[0]!r} is unknown; known sections: {sorted(sections)}"
+        )
     hints = typing.get_type_hints(Params)
     built: dict[str, Any] = {
         name: _build(hints[name], raw.get(name), name) for name in sections if name != "methods"
@@ -242,6 +246,11 @@ def _check_names(params: Params) -> None:
         raise ParamsError(
             f"params key 'dataset.name': unknown dataset {params.dataset.name!r}; "
             f"known: {list(DATASETS)}"
+        )
+    if FIRST_STAGE in params.methods:
+        raise ParamsError(
+            f"params key 'methods.{FIRST_STAGE}': the name is reserved for the first-stage "
+            "reference row of the report; rename the method"
         )
     for name, m in params.methods.items():
         check_known("ordering", m.ordering, f"methods.{name}.ordering")

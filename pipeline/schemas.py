@@ -34,7 +34,7 @@ class Schema:
 CORPUS = Schema(
     "corpus",
     {"doc_id": STR, "text": STR},
-    {"title": STR, "group": STR},
+    {"title": STR, "group": STR, "split": STR},
     unique=("doc_id",),
 )
 QUERIES = Schema(
@@ -163,3 +163,10 @@ def _check_ids(table: pa.Table, schema: Schema, source: str) -> None:
             f"{source}: {dup.num_rows} duplicate {schema.unique} keys in the {schema.name!r} "
             f"table, first {first}; each must appear once. Deduplicate the input."
         )
+
+
+def keyed_schema(name: str, table: pa.Table, key: str) -> Schema:
+    """Schema of a wide per-key table (per-query metrics, query complexity): `key` is a
+    required unique string column, every other column keeps its own type."""
+    others = {f.name: f.type for f in table.schema if f.name != key}
+    return Schema(name, {key: STR}, others, unique=(key,))

@@ -23,6 +23,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     if queries.height == 0:
         raise ValueError("data/queries.parquet has no test queries; raise dataset.test_fraction")
+    if "split" in corpus.columns:
+        # Sources that split documents with their queries (Grep-BiasIR): test queries rerank
+        # test documents only, so training documents cannot leak into evaluation.
+        corpus = corpus.filter(pl.col("split") == "test")
     cands = bm25_topk(corpus, queries, k=p.top_k, k1=p.k1, b=p.b)
     missing = sorted(set(queries["query_id"]) - set(cands["query_id"]))
     if missing:

@@ -13,12 +13,19 @@ from pipeline.params import Params, load_params
 log = logging.getLogger("stages")
 
 
-def setup(description: str, argv: Sequence[str] | None, method: bool = False) -> argparse.Namespace:
+def setup(
+    description: str,
+    argv: Sequence[str] | None,
+    method: bool = False,
+    extra: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> argparse.Namespace:
     """Parse the stage's arguments, configure logging and load params.yaml into `ns.params`."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--params", default="params.yaml", help="params file (default params.yaml)")
     if method:
         parser.add_argument("method", help="method name under `methods:` in params.yaml")
+    if extra:
+        extra(parser)
     ns = parser.parse_args(argv)
     logging.basicConfig(
         level=os.environ.get("PIPELINE_LOG", "INFO"),

@@ -2,23 +2,39 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 from collections.abc import Sequence
 
 import polars as pl
 
 from pipeline import io, schemas
-from pipeline.metrics.suite import EvalInputs, evaluate
+from pipeline.metrics import EvalInputs
+from pipeline.metrics.suite import evaluate
+from pipeline.params import FIRST_STAGE, get_method
 from stages.common import run_stage, setup
 
 log = logging.getLogger("stages.evaluate")
 AWRF_GROUPS = ("F", "M", "N")
 
 
+def _args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--first-stage",
+        action="store_true",
+        help=f"evaluate the BM25 candidates themselves as the reference row {FIRST_STAGE!r}",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    ns = setup(__doc__ or "", argv, method=True)
+    ns = setup(__doc__ or "", argv, method=True, extra=_args)
     p = ns.params.evaluate
-    run = io.read_table(f"runs/{ns.method}.parquet", schemas.RUN)
+    if ns.first_stage:
+        run = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
+        run = run.select("query_id", "doc_id", "score", "rank")
+    else:
+        get_method(ns.params, ns.method)
+        run = io.read_table(f"runs/{ns.method}.parquet", schemas.RUN)
     qrels = io.read_table("data/qrels.parquet", schemas.QRELS)
     doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
     candidates = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
@@ -42,7 +58,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "lexicon": doc_scores["lexicon"][0] if doc_scores.height else "",
     }
     result = {**aggregate, **info}
-    io.write_table(per_query.to_arrow(), f"eval/{ns.method}/per_query.parquet", _per_query_schema(per_query))
+    table = per_query.to_arrow()
+    schema = schemas.keyed_schema("per-query metrics", table, "query_id")
+    io.write_table(table, f"eval/{ns.method}/per_query.parquet", schema)
     io.write_json(result, f"eval/{ns.method}/metrics.json")
     io.write_json(result, f"metrics/{ns.method}.json")
     log.info(
@@ -51,11 +69,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         per_query.height,
         ", ".join(f"{k} {v:.4f}" for k, v in aggregate.items() if k.endswith("@10")),
     )
-
-
-def _per_query_schema(df: pl.DataFrame) -> schemas.Schema:
-    cols = {c: schemas.F64 for c in df.columns if c != "query_id"}
-    return schemas.Schema("per-query metrics", {"query_id": schemas.STR}, cols, unique=("query_id",))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Sequence
 
 from pipeline import io
+from pipeline.params import FIRST_STAGE
 from pipeline.report.tables import summary_frame, summary_markdown
 from stages.common import run_stage, setup
 
@@ -16,7 +17,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv)
     params = ns.params
     # The method list comes from params, not from a glob: removed methods leave stale files.
-    metrics = {m: io.read_json(f"eval/{m}/metrics.json") for m in params.methods}
+    names = [FIRST_STAGE, *params.methods]
+    metrics = {m: io.read_json(f"eval/{m}/metrics.json") for m in names}
     df = summary_frame(metrics)
     first = next(iter(metrics.values()))
     info = {k: str(first[k]) for k in ("tokenizer", "lexicon") if k in first}

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from pipeline import io, schemas
 from pipeline.bias.complexity import query_complexity
-from pipeline.bias.lexicon import default_lexicon, load_liwc_dic, load_wordlist
+from pipeline.bias.lexicon import load_lexicon, load_wordlist
 from pipeline.bias.scoring import score_documents
 from stages.common import run_stage, setup
 
@@ -19,7 +19,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p = ns.params.score
     specific = load_wordlist(p.wordlist_specific, key="score.wordlist_specific")
     representative = load_wordlist(p.wordlist_representative, key="score.wordlist_representative")
-    lexicon = load_liwc_dic(p.liwc_dic) if p.liwc_dic else default_lexicon()
+    lexicon = load_lexicon(p.liwc_dic, key="score.liwc_dic")
     corpus = io.read_table("data/corpus.parquet", schemas.CORPUS)
     scores = score_documents(
         corpus, specific, representative, lexicon, tokenizer=p.tokenizer, tau=p.neutrality_tau
@@ -27,26 +27,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     io.write_table(scores, "data/doc_scores.parquet", schemas.DOC_SCORES)
     queries = io.read_table("data/queries.parquet", schemas.QUERIES)
     complexity = query_complexity(queries)
-    io.write_table(complexity.to_arrow(), "data/query_complexity.parquet", _complexity_schema(complexity))
+    table = complexity.to_arrow()
+    schema = schemas.keyed_schema("query complexity", table, "query_id")
+    io.write_table(table, "data/query_complexity.parquet", schema)
     log.info(
         "score: %d documents (tokenizer %s, lexicon %s), %d queries' complexity",
         scores.height,
         p.tokenizer,
         lexicon.name,
         complexity.height,
-    )
-
-
-def _complexity_schema(df: object) -> schemas.Schema:
-    import polars as pl
-
-    assert isinstance(df, pl.DataFrame)
-    extra = {c: schemas.F64 for c in df.columns if c not in ("query_id", "bin", "complexity")}
-    return schemas.Schema(
-        "query complexity",
-        {"query_id": schemas.STR, "complexity": schemas.F64, "bin": schemas.STR},
-        extra,
-        unique=("query_id",),
     )
 
 

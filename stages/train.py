@@ -6,9 +6,9 @@ import logging
 from collections.abc import Sequence
 
 from pipeline import io, schemas
+from pipeline.params import get_method
 from pipeline.train.loop import TrainConfig, train_model
 from pipeline.train.model import load_model, save_model
-from pipeline.params import get_method
 from stages.common import run_stage, setup, torch_threads
 
 log = logging.getLogger("stages.train")
@@ -51,7 +51,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     save_model(model, tokenizer, f"models/{ns.method}")
     io.write_text(curve.write_csv(), f"plots/train/{ns.method}.csv")
-    log.info("train@%s: %d logged steps, final loss %.4f", ns.method, curve.height, curve["loss"][-1])
+    log.info(
+        "train@%s: %d logged steps, final loss %.4f", ns.method, curve.height, curve["loss"][-1]
+    )
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ def _grep_biasir(p: DatasetParams) -> Extracted:
     from pipeline.data.grep_biasir import (
         load_grep_biasir,
         make_triples,
+        split_documents,
         split_queries,
         subset_queries,
     )
@@ -33,9 +34,10 @@ def _grep_biasir(p: DatasetParams) -> Extracted:
         data = subset_queries(data, p.max_queries)
     queries = split_queries(data.queries, p.test_fraction, p.split_seed)
     queries = queries.with_columns(pl.lit("grep-biasir").alias("set"))
+    corpus = split_documents(data, queries)
     train_ids = queries.filter(pl.col("split") == "train")["query_id"].to_list()
     triples = make_triples(data, train_ids, p.bm25_negatives, p.bm25_pool, p.split_seed)
-    return Extracted(data.corpus, queries, data.qrels, triples)
+    return Extracted(corpus, queries, data.qrels, triples)
 
 
 SOURCES: dict[str, Callable[[DatasetParams], Extracted]] = {

@@ -68,7 +68,8 @@ def summary_markdown(
         parts += [", ".join(f"{k}: `{v}`" for k, v in info.items()), ""]
     parts += [
         "Arrows: ↑ higher is better, ↓ lower is better, →0 closer to zero is fairer "
-        "(ARaB signed: positive = male-leaning).",
+        "(ARaB signed: positive = male-leaning). Row `bm25` is the first-stage ranking that "
+        "every method reranks.",
         "",
     ]
     for k in cutoffs:

@@ -8,8 +8,10 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 COPY = ["dvc.yaml", "pipeline", "stages"]
@@ -25,7 +27,22 @@ def run(cmd: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedPr
     return proc
 
 
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        both = isinstance(v, dict) and isinstance(base.get(k), dict) and k != "methods"
+        out[k] = _merge(base[k], v) if both else v
+    return out
+
+
+def tiny_params(overrides: Path) -> str:
+    """The repository's params.yaml with the profile's overrides (methods replaced whole)."""
+    base = yaml.safe_load((ROOT / "params.yaml").read_text())
+    return yaml.safe_dump(_merge(base, yaml.safe_load(overrides.read_text())), sort_keys=False)
+
+
 def make_repo(dest: Path, params: Path) -> Path:
+    """A git+DVC repository with the project's pipeline and `params` merged over params.yaml."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in COPY:
         src = ROOT / name
@@ -33,7 +50,7 @@ def make_repo(dest: Path, params: Path) -> Path:
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(src, dest / name)
-    shutil.copy(params, dest / "params.yaml")
+    (dest / "params.yaml").write_text(tiny_params(params))
     run(["git", "init", "-q"], dest)
     run(["git", "config", "user.email", "t@example.org"], dest)
     run(["git", "config", "user.name", "t"], dest)

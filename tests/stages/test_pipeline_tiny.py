@@ -35,7 +35,9 @@ def test_repro_writes_every_artifact(tiny_repo: Path) -> None:
 
 
 def test_lambda_change_reruns_only_that_method(tiny_repo: Path, dvc: Dvc) -> None:
+    before = (tiny_repo / "metrics/penalty_irrelevant.json").read_text()
     out = dvc(tiny_repo, "exp", "run", "-S", "methods.penalty_irrelevant.lambda=2")
+    assert (tiny_repo / "metrics/penalty_irrelevant.json").read_text() != before
     assert _ran(out.stdout) == {
         "train@penalty_irrelevant",
         "rerank@penalty_irrelevant",
@@ -51,7 +53,9 @@ def test_unknown_method_stage_error(tiny_repo: Path, tmp_path: Path) -> None:
 
     proc = run(["python", "-m", "stages.train", "nope"], repo, check=False)
     assert proc.returncode == 1
-    assert "unknown method 'nope'; known (under `methods:` in params.yaml): ['baseline'" in proc.stderr
+    assert (
+        "unknown method 'nope'; known (under `methods:` in params.yaml): ['baseline'" in proc.stderr
+    )
 
 
 def test_ill_typed_param_stops_repro(tmp_path: Path, dvc: Dvc) -> None:
@@ -61,5 +65,8 @@ def test_ill_typed_param_stops_repro(tmp_path: Path, dvc: Dvc) -> None:
     repo = make_repo(tmp_path / "r", params)
     proc = dvc(repo, "repro", "extract", check=False)
     assert proc.returncode != 0
-    assert "params key 'dataset.test_fraction': expected float, got 'lots'" in proc.stderr + proc.stdout
+    assert (
+        "params key 'dataset.test_fraction': expected float, got 'lots'"
+        in proc.stderr + proc.stdout
+    )
     assert not (repo / "data/corpus.parquet").exists()

@@ -53,7 +53,9 @@ def test_triples_pair_relevant_with_nonrelevant() -> None:
     assert bm25.height == 2 * 3 * 2
     # BM25 negatives come from other queries
     pairs = set(zip(own["query_id"], own["doc_id"], strict=True))
-    assert not any((q, n) in pairs for q, n in zip(bm25["query_id"], bm25["neg_doc_id"], strict=True))
+    assert not any(
+        (q, n) in pairs for q, n in zip(bm25["query_id"], bm25["neg_doc_id"], strict=True)
+    )
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -67,7 +69,9 @@ def test_malformed_row_names_file_and_line(tmp_path: Path) -> None:
     f = root / "queries-documents_Career.csv"
     lines = f.read_text(encoding="utf-8").splitlines(keepends=True)
     f.write_text("".join(lines) + '15,9999,1,"a query"\n', encoding="utf-8")
-    with pytest.raises(GrepBiasIRError, match=r"queries-documents_Career\.csv, line \d+: expected 8"):
+    with pytest.raises(
+        GrepBiasIRError, match=r"queries-documents_Career\.csv, line \d+: expected 8"
+    ):
         load_grep_biasir(root)
 
 

@@ -25,7 +25,9 @@ def test_round_trip(tmp_path: Path) -> None:
 
 def test_missing_and_extra_columns_named(tmp_path: Path) -> None:
     bad = _run().drop("rank").with_columns(pl.lit(1).alias("foo"))
-    with pytest.raises(schemas.SchemaError, match=r"missing columns \['rank'\].*unexpected columns \['foo'\]"):
+    with pytest.raises(
+        schemas.SchemaError, match=r"missing columns \['rank'\].*unexpected columns \['foo'\]"
+    ):
         io.write_table(bad, tmp_path / "x.parquet", schemas.RUN)
     assert not list(tmp_path.iterdir())
 

@@ -88,5 +88,5 @@ def test_missing_required_method_key() -> None:
 def test_malformed_yaml_names_file(tmp_path: Path) -> None:
     f = tmp_path / "params.yaml"
     f.write_text("train: [unclosed\n")
-    with pytest.raises(ParamsError, match="params.yaml: malformed YAML"):
+    with pytest.raises(ParamsError, match=r"params\.yaml: malformed YAML"):
         load_params(f)

@@ -1,0 +1,145 @@
+"""AWRF: attention-weighted rank fairness (Sapiezynski et al., "Quantifying the impact of user
+attention on fair group representation in ranked lists", WWW 2019 companion), as used by the
+TREC Fair Ranking Track 2022 Task 1 (Ekstrand et al.), SPEC §4.6.
+
+Each document carries one group label (`doc_groups.group`, e.g. F/M/N for Grep-BiasIR);
+documents without a label are dropped (counted per query in `awrf_ungrouped_docs`, top max(k)).
+With the discount `d(r) = 1 / log2(max(r, 2))` at the document's run rank r:
+
+- run distribution `p` = discount-weighted mean of the one-hot group vectors of the top k;
+- target `q` = uniform over the known groups (`EvalInputs.awrf_target = "uniform"`), or
+  ("relevant") the group distribution of the query's relevant documents (qrel > 0) mixed
+  50/50 with the corpus-wide background distribution of `doc_groups`; a query without any
+  labelled relevant document falls back to the background alone (`awrf_target_fallback`);
+- `AWRF@k = 1 − JSD(p, q)`, `JSD = ½ KL(p‖m) + ½ KL(q‖m)`, `m = (p + q) / 2`, natural log, so
+  AWRF ∈ [1 − ln 2, 1].
+
+A query with no labelled document in its top k gets null and `awrf_skipped@k` = 1. With qrels,
+`nDCGxAWRF@k` is the per-query product nDCG@k × AWRF@k (the track's Task 1 score).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import polars as pl
+
+from pipeline.metrics.effectiveness import ndcg_per_query
+from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require, top_k
+
+log = logging.getLogger(__name__)
+
+UNGROUPED = "awrf_ungrouped_docs"
+FALLBACK = "awrf_target_fallback"
+
+
+def awrf(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
+    """Per-query `AWRF@k` (and `nDCGxAWRF@k` when qrels are given) for every k."""
+    doc_groups = require(ctx, "doc_groups", "awrf")
+    base = query_frame(ctx.run)
+    ranked = top_k(ctx.run, max(cutoffs)).join(doc_groups, on="doc_id", how="left")
+    counts = ranked.group_by("query_id").agg(
+        pl.col("group").null_count().cast(pl.Int64).alias(UNGROUPED)
+    )
+    target = _target(ctx, base, doc_groups)
+    fallback = target.group_by("query_id").agg(pl.col(FALLBACK).first())
+    out = base
+    for k in cutoffs:
+        dist = run_distribution(ranked.filter(pl.col("rank") <= k))
+        values = one_minus_jsd(dist, target.drop(FALLBACK), f"AWRF@{k}")
+        out = out.join(values, on="query_id", how="left", maintain_order="left")
+    if ctx.qrels is not None:
+        out = _with_ndcg_product(out, ctx, cutoffs)
+    else:
+        log.info("AWRF: no qrels, so nDCGxAWRF is not computed")
+    out = finish(finish(out, counts, [UNGROUPED]), fallback, [FALLBACK]).with_columns(
+        pl.col(f"AWRF@{k}").is_null().cast(pl.Int64).alias(f"awrf_skipped@{k}") for k in cutoffs
+    )
+    _log_counts(out, cutoffs)
+    return out
+
+
+def run_distribution(ranked: pl.DataFrame) -> pl.DataFrame:
+    """`query_id, group, p`: discount-weighted share of each group among labelled documents.
+
+    The discount `1 / log2(max(r, 2))` uses the run rank r; unlabelled documents are dropped.
+    """
+    weight = 1.0 / pl.max_horizontal(pl.col("rank"), 2).cast(pl.Float64).log(2)
+    labelled = ranked.filter(pl.col("group").is_not_null()).with_columns(weight.alias("_w"))
+    mass = labelled.group_by("query_id", "group").agg(pl.col("_w").sum())
+    return mass.select(
+        "query_id", "group", (pl.col("_w") / pl.col("_w").sum().over("query_id")).alias("p")
+    )
+
+
+def one_minus_jsd(dist: pl.DataFrame, target: pl.DataFrame, name: str) -> pl.DataFrame:
+    """`query_id, name` = 1 − JSD(p, q) (natural log) for the queries present in `dist`.
+
+    `target` holds `query_id, group, q` for every query and every known group.
+    """
+    both = target.join(dist, on=["query_id", "group"], how="left").with_columns(
+        pl.col("p").fill_null(0.0)
+    )
+    both = both.join(dist.select("query_id").unique(), on="query_id", how="semi")
+    m = (pl.col("p") + pl.col("q")) / 2
+    kl_terms = _xlogy(pl.col("p"), m) + _xlogy(pl.col("q"), m)
+    return both.group_by("query_id").agg((1.0 - 0.5 * kl_terms.sum()).alias(name))
+
+
+def _xlogy(x: pl.Expr, m: pl.Expr) -> pl.Expr:
+    """`x ln(x / m)` with the convention 0 ln 0 = 0."""
+    return pl.when(x > 0).then(x * (x / m).log()).otherwise(0.0)
+
+
+def _target(ctx: EvalInputs, base: pl.DataFrame, doc_groups: pl.DataFrame) -> pl.DataFrame:
+    """`query_id, group, q, awrf_target_fallback` for every run query × known group."""
+    groups = doc_groups.group_by("group").agg(pl.len().alias("_n")).sort("group")
+    grid = base.join(groups, how="cross")
+    if ctx.awrf_target == "uniform":
+        return grid.select(
+            "query_id",
+            "group",
+            pl.lit(1.0 / groups.height).alias("q"),
+            pl.lit(0, pl.Int64).alias(FALLBACK),
+        )
+    qrels = require(ctx, "qrels", "awrf (target 'relevant')")
+    relevant = qrels.filter(pl.col("relevance") > 0).join(doc_groups, on="doc_id")
+    shares = relevant.group_by("query_id", "group").agg(pl.len().alias("_r"))
+    shares = shares.with_columns((pl.col("_r") / pl.col("_r").sum().over("query_id")).alias("_rel"))
+    grid = grid.join(shares.drop("_r"), on=["query_id", "group"], how="left").with_columns(
+        (pl.col("_n") / pl.col("_n").sum().over("query_id")).alias("_bg"),
+        pl.col("_rel").is_null().all().over("query_id").cast(pl.Int64).alias(FALLBACK),
+    )
+    q = (
+        pl.when(pl.col(FALLBACK) == 1)
+        .then(pl.col("_bg"))
+        .otherwise(0.5 * pl.col("_rel").fill_null(0.0) + 0.5 * pl.col("_bg"))
+    )
+    return grid.select("query_id", "group", q.alias("q"), FALLBACK)
+
+
+def _with_ndcg_product(
+    out: pl.DataFrame, ctx: EvalInputs, cutoffs: tuple[int, ...]
+) -> pl.DataFrame:
+    assert ctx.qrels is not None
+    ndcg = ndcg_per_query(ctx.run, ctx.qrels, cutoffs)
+    out = out.join(ndcg, on="query_id", how="left", maintain_order="left")
+    products = [
+        (pl.col(f"nDCG@{k}") * pl.col(f"AWRF@{k}")).alias(f"nDCGxAWRF@{k}") for k in cutoffs
+    ]
+    return out.with_columns(products).drop(f"nDCG@{k}" for k in cutoffs)
+
+
+def _log_counts(out: pl.DataFrame, cutoffs: tuple[int, ...]) -> None:
+    n_ungrouped = int(out[UNGROUPED].sum())
+    if n_ungrouped:
+        log.warning("AWRF: %d ranked documents without a group label were dropped", n_ungrouped)
+    n_fallback = int(out[FALLBACK].sum())
+    if n_fallback:
+        log.warning(
+            "AWRF: %d queries have no labelled relevant document; target = background", n_fallback
+        )
+    for k in cutoffs:
+        n = int(out[f"awrf_skipped@{k}"].sum())
+        if n:
+            log.warning("AWRF@%d: %d queries skipped (no labelled document in the top %d)", k, n, k)

@@ -1,0 +1,77 @@
+"""Counterfactual gender gap on Grep-BiasIR (Krieg et al., "Grep-BiasIR: a dataset for
+investigating gender representation bias in information retrieval results", CHIIR 2023),
+SPEC §4.7 (goes beyond the papers).
+
+Every Grep-BiasIR query has its relevant document in a female (`F`), a male (`M`) and a
+neutral version (`doc_groups.group`). Per query,
+`gap = rank(female version) − rank(male version)` of the relevant document (qrel > 0), so a
+positive gap means the male version ranks higher. Per-query columns:
+
+- `gap-mean` = gap (the suite's mean is the mean gap; ≈ 0 for a fair ranker);
+- `gap-abs` = |gap|;
+- `gap-male-wins` = 1.0 if gap > 0 else 0.0 (its mean is the share of male wins).
+
+If a query has several relevant documents of one gender, the best-ranked one counts. A query
+whose relevant female or male version is not in its run (or not in the qrels/doc_groups) gets
+nulls and `gap_skipped` = 1; the suite averages over the remaining queries.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import polars as pl
+
+from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
+
+log = logging.getLogger(__name__)
+
+FEMALE = "F"
+MALE = "M"
+SKIPPED = "gap_skipped"
+KEYS = ("gap-mean", "gap-abs", "gap-male-wins")
+
+
+def counterfactual(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
+    """Per-query counterfactual gap columns (`cutoffs` is unused: the gap reads full ranks)."""
+    qrels = require(ctx, "qrels", "counterfactual")
+    doc_groups = require(ctx, "doc_groups", "counterfactual")
+    ranks = version_ranks(ctx.run, qrels, doc_groups)
+    gap = (pl.col("rank_f") - pl.col("rank_m")).cast(pl.Float64)
+    values = ranks.select(
+        "query_id",
+        gap.alias("gap-mean"),
+        gap.abs().alias("gap-abs"),
+        pl.when(gap.is_null())
+        .then(None)
+        .otherwise((gap > 0).cast(pl.Float64))
+        .alias("gap-male-wins"),
+    )
+    out = finish(query_frame(ctx.run), values, [])
+    out = out.with_columns(pl.col("gap-mean").is_null().cast(pl.Int64).alias(SKIPPED))
+    n_skipped = int(out[SKIPPED].sum())
+    if n_skipped:
+        log.warning(
+            "counterfactual gap: %d of %d queries skipped (relevant F or M version not ranked)",
+            n_skipped,
+            out.height,
+        )
+    return out
+
+
+def version_ranks(run: pl.DataFrame, qrels: pl.DataFrame, doc_groups: pl.DataFrame) -> pl.DataFrame:
+    """`query_id, rank_f, rank_m`: best run rank of the query's relevant F / M documents.
+
+    Only queries with at least one relevant F or M document in the qrels appear; a version
+    that is not in the run has a null rank.
+    """
+    relevant = qrels.filter(pl.col("relevance") > 0).join(
+        doc_groups.filter(pl.col("group").is_in([FEMALE, MALE])), on="doc_id"
+    )
+    ranked = relevant.join(
+        run.select("query_id", "doc_id", "rank"), on=["query_id", "doc_id"], how="left"
+    )
+    return ranked.group_by("query_id").agg(
+        pl.col("rank").filter(pl.col("group") == FEMALE).min().alias("rank_f"),
+        pl.col("rank").filter(pl.col("group") == MALE).min().alias("rank_m"),
+    )

@@ -1,0 +1,88 @@
+"""NFaiRR: normalised fairness of retrieval results (Rekabsaz, Kopeinik & Schedl, SIGIR 2021,
+"Societal biases in retrieved contents: measurement framework and adversarial mitigation for
+BERT rankers"), SPEC §4.3.
+
+With position weight `p(r) = 1 / log2(r + 1)` and document neutrality ζ (`neutrality`):
+
+- `FaiRR_q@k  = Σ_{r <= min(k, len)} ζ(d_r) p(r)` over the run;
+- `IFaiRR_q@k` = the same sum over the query's background set (its `candidates`) sorted by ζ
+  descending, top min(k, len(background));
+- `NFaiRR@k   = FaiRR_q@k / IFaiRR_q@k`, higher is fairer (it can exceed 1 when the run
+  holds documents outside the background set).
+
+A document missing from `doc_scores` counts ζ = 1 (per-query counts `nfairr_missing_zeta`
+for ranked documents in the top max(k), `nfairr_background_missing_zeta` for background
+ones). A query whose IFaiRR is 0 (no background, or all background ζ = 0) gets null and
+`nfairr_skipped` = 1; the suite averages NFaiRR over the remaining queries.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import polars as pl
+
+from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require, top_k
+
+log = logging.getLogger(__name__)
+
+MISSING = "nfairr_missing_zeta"
+BACKGROUND_MISSING = "nfairr_background_missing_zeta"
+SKIPPED = "nfairr_skipped"
+
+
+def nfairr(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
+    """Per-query `NFaiRR@k` for every k, with the missing-ζ and skipped-query counts."""
+    zeta = require(ctx, "doc_scores", "nfairr").select("doc_id", "neutrality")
+    background = require(ctx, "candidates", "nfairr").join(
+        ctx.run.select("query_id").unique(), on="query_id", how="semi"
+    )
+    ranked = _with_zeta(top_k(ctx.run, max(cutoffs)), zeta)
+    ideal = _with_zeta(background, zeta).sort(["query_id", "neutrality"], descending=[False, True])
+    ideal = ideal.with_columns((pl.int_range(pl.len()).over("query_id") + 1).alias("rank"))
+    out = finish(query_frame(ctx.run), _sums(ranked, cutoffs, "fairr", MISSING), [MISSING])
+    out = finish(out, _sums(ideal, cutoffs, "ifairr", BACKGROUND_MISSING), [BACKGROUND_MISSING])
+    # zeta >= 0 and the ideal list is sorted by zeta, so IFaiRR@k = 0 for one k iff for all k.
+    skipped = pl.col(f"ifairr@{max(cutoffs)}").fill_null(0.0) == 0
+    out = out.with_columns(
+        skipped.cast(pl.Int64).alias(SKIPPED),
+        *(
+            pl.when(~skipped)
+            .then(pl.col(f"fairr@{k}") / pl.col(f"ifairr@{k}"))
+            .alias(f"NFaiRR@{k}")
+            for k in cutoffs
+        ),
+    )
+    _log_counts(out)
+    metrics = [f"NFaiRR@{k}" for k in cutoffs]
+    return out.select("query_id", *metrics, MISSING, BACKGROUND_MISSING, SKIPPED)
+
+
+def _with_zeta(rows: pl.DataFrame, zeta: pl.DataFrame) -> pl.DataFrame:
+    """Attach ζ; documents missing from the score table get ζ = 1 and `_missing` = 1."""
+    out = rows.select("query_id", "doc_id", "rank").join(
+        zeta.with_columns(pl.lit(0, pl.Int64).alias("_missing")), on="doc_id", how="left"
+    )
+    return out.with_columns(pl.col("neutrality").fill_null(1.0), pl.col("_missing").fill_null(1))
+
+
+def _sums(rows: pl.DataFrame, cutoffs: tuple[int, ...], prefix: str, count: str) -> pl.DataFrame:
+    """Per query, `{prefix}@k = Σ_{rank <= k} ζ / log2(rank + 1)` and the missing-ζ `count`."""
+    weighted = rows.with_columns(
+        (pl.col("neutrality") / (pl.col("rank") + 1).cast(pl.Float64).log(2)).alias("_w")
+    )
+    return weighted.group_by("query_id").agg(
+        *(pl.col("_w").filter(pl.col("rank") <= k).sum().alias(f"{prefix}@{k}") for k in cutoffs),
+        pl.col("_missing").sum().alias(count),
+    )
+
+
+def _log_counts(out: pl.DataFrame) -> None:
+    for col, what in (
+        (MISSING, "ranked documents missing from doc_scores count zeta = 1"),
+        (BACKGROUND_MISSING, "background documents missing from doc_scores count zeta = 1"),
+        (SKIPPED, "queries skipped: IFaiRR = 0 (no background set or all zeta = 0)"),
+    ):
+        n = int(out[col].sum())
+        if n:
+            log.warning("NFaiRR: %d %s", n, what)

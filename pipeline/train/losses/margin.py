@@ -1,0 +1,21 @@
+"""Pairwise margin loss, the base loss of the OpenMatch recipe (SPEC §5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from torch import Tensor
+
+from pipeline.train.losses._pairwise import hinge, margin_of
+
+
+def loss(
+    s_pos: Tensor, s_neg: Tensor, batch: Mapping[str, Tensor], params: Mapping[str, float]
+) -> Tensor:
+    """``mean(max(0, m - tanh(s⁺) + tanh(s⁻)))``, the unregularised base loss.
+
+    Paper: OpenMatch (Liu et al., SIGIR 2021), the recipe of the bias-aware ranking papers.
+    Inputs: scores ``s_pos``/``s_neg`` ``[batch]``; params ``margin`` (default 1).
+    ``batch`` is not read.
+    """
+    return hinge(s_pos, s_neg, 0.0, 0.0, margin_of(params))

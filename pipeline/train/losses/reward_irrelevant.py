@@ -1,0 +1,28 @@
+"""Reward for a neutral non-relevant document (SPEC §6.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from torch import Tensor
+
+from pipeline.train.losses._pairwise import column, hinge, lambda_for, margin_of
+
+NAME = "reward_irrelevant"
+
+
+def loss(
+    s_pos: Tensor, s_neg: Tensor, batch: Mapping[str, Tensor], params: Mapping[str, float]
+) -> Tensor:
+    """``mean(max(0, m - (tanh s⁺ + a⁺) + (tanh s⁻ + a⁻)))`` with ``a⁻ = −λ⁻ ζ(d⁻)``.
+
+    Effect: a neutral negative is easier to beat, so relative to it a biased negative is pushed
+    down harder.
+    Paper: Seyedsalehi et al., loss-regularisation journal paper (penalty and reward terms;
+    code: shirinssalehi/LossRegularizationJournal).
+    Inputs: scores ``s_pos``/``s_neg`` ``[batch]``; ``batch['zeta_neg']`` ``[batch]``; params
+    ``lambda`` (overridden by ``lambda_neg``) and ``margin`` (default 1).
+    """
+    a_pos = 0.0
+    a_neg = -lambda_for(params, "neg", NAME) * column(batch, "zeta_neg", s_neg, NAME)
+    return hinge(s_pos, s_neg, a_pos, a_neg, margin_of(params))

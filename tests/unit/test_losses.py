@@ -1,0 +1,148 @@
+"""Pairwise losses: values by hand, effect on gradients, registry-wide checks."""
+
+from __future__ import annotations
+
+from math import tanh
+
+import pytest
+import torch
+
+from pipeline.train.losses import LOSSES, get_loss
+
+S_POS = [0.5, -0.3]
+S_NEG = [0.2, 0.4]
+BATCH = {
+    "psi_pos": torch.tensor([1.0, 0.0]),
+    "psi_neg": torch.tensor([0.0, 1.0]),
+    "zeta_pos": torch.tensor([0.5, 1.0]),
+    "zeta_neg": torch.tensor([1.0, 0.0]),
+}
+
+HAND = {
+    ("margin", ()): (max(0, 1 - tanh(0.5) + tanh(0.2)) + max(0, 1 - tanh(-0.3) + tanh(0.4))) / 2,
+    ("margin", (("margin", 0.5),)): (
+        max(0, 0.5 - tanh(0.5) + tanh(0.2)) + max(0, 0.5 - tanh(-0.3) + tanh(0.4))
+    )
+    / 2,
+    ("penalty_irrelevant", (("lambda", 2.0),)): (
+        max(0, 1 - tanh(0.5) + (tanh(0.2) + 2 * 0.0))
+        + max(0, 1 - tanh(-0.3) + (tanh(0.4) + 2 * 1.0))
+    )
+    / 2,
+    ("penalty_relevant", (("lambda", 2.0),)): (
+        max(0, 1 - (tanh(0.5) + 2 * 1.0) + tanh(0.2))  # inactive: a biased positive
+        + max(0, 1 - (tanh(-0.3) + 2 * 0.0) + tanh(0.4))
+    )
+    / 2,
+    ("penalty_both", (("lambda_pos", 0.5), ("lambda_neg", 3.0))): (
+        max(0, 1 - (tanh(0.5) + 0.5 * 1.0) + (tanh(0.2) + 3.0 * 0.0))
+        + max(0, 1 - (tanh(-0.3) + 0.5 * 0.0) + (tanh(0.4) + 3.0 * 1.0))
+    )
+    / 2,
+    ("reward_irrelevant", (("lambda", 2.0),)): (
+        max(0, 1 - tanh(0.5) + (tanh(0.2) - 2 * 1.0))  # inactive: a neutral negative
+        + max(0, 1 - tanh(-0.3) + (tanh(0.4) - 2 * 0.0))
+    )
+    / 2,
+    ("reward_relevant", (("lambda", 2.0),)): (
+        max(0, 1 - (tanh(0.5) - 2 * 0.5) + tanh(0.2))
+        + max(0, 1 - (tanh(-0.3) - 2 * 1.0) + tanh(0.4))
+    )
+    / 2,
+    ("reward_both", (("lambda", 1.0), ("lambda_neg", 0.25))): (
+        max(0, 1 - (tanh(0.5) - 1.0 * 0.5) + (tanh(0.2) - 0.25 * 1.0))
+        + max(0, 1 - (tanh(-0.3) - 1.0 * 1.0) + (tanh(0.4) - 0.25 * 0.0))
+    )
+    / 2,
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "expected"), [(n, dict(p), v) for (n, p), v in HAND.items()]
+)
+def test_loss_matches_hand_formula(name: str, params: dict[str, float], expected: float) -> None:
+    value = get_loss(name)(torch.tensor(S_POS), torch.tensor(S_NEG), BATCH, params)
+    assert value.shape == ()
+    assert value.item() == pytest.approx(expected, rel=1e-6)
+
+
+def _grad_on_pos(name: str, psi_pos: float, lam: float) -> float:
+    s_pos = torch.tensor([0.5], requires_grad=True)
+    batch = {k: v[:1].clone() for k, v in BATCH.items()}
+    batch["psi_pos"] = torch.tensor([psi_pos])
+    get_loss(name)(s_pos, torch.tensor([0.2]), batch, {"lambda": lam}).backward()
+    assert s_pos.grad is not None
+    return abs(s_pos.grad.item())
+
+
+def test_penalty_relevant_gives_biased_positive_a_smaller_push() -> None:
+    unbiased = _grad_on_pos("penalty_relevant", psi_pos=0.0, lam=1.0)
+    biased = _grad_on_pos("penalty_relevant", psi_pos=1.0, lam=1.0)
+    # unbiased: margin active, |d/ds⁺| = 1 - tanh²(0.5)
+    # biased: 1 - (tanh(.5) + 1) + tanh(.2) < 0, hinge inactive
+    assert unbiased == pytest.approx(1 - tanh(0.5) ** 2, rel=1e-6)
+    assert biased < unbiased
+    assert biased == 0.0
+
+
+def test_penalty_irrelevant_raises_loss_of_biased_negative() -> None:
+    s_pos, s_neg = torch.tensor([0.5]), torch.tensor([0.2])
+    base = {k: v[:1].clone() for k, v in BATCH.items()}
+    neutral = get_loss("penalty_irrelevant")(
+        s_pos, s_neg, {**base, "psi_neg": torch.tensor([0.0])}, {"lambda": 0.5}
+    )
+    biased = get_loss("penalty_irrelevant")(
+        s_pos, s_neg, {**base, "psi_neg": torch.tensor([1.0])}, {"lambda": 0.5}
+    )
+    assert biased.item() == pytest.approx(neutral.item() + 0.5, rel=1e-6)
+
+
+def test_reward_relevant_pushes_neutral_positive_harder() -> None:
+    # (1 - tanh .5 + tanh .2) > 0 with and without the reward: gradient equal, loss higher
+    s_pos, s_neg = torch.tensor([0.5]), torch.tensor([0.2])
+    base = {k: v[:1].clone() for k, v in BATCH.items()}
+    fn = get_loss("reward_relevant")
+    neutral = fn(s_pos, s_neg, {**base, "zeta_pos": torch.tensor([1.0])}, {"lambda": 1.0})
+    gendered = fn(s_pos, s_neg, {**base, "zeta_pos": torch.tensor([0.0])}, {"lambda": 1.0})
+    assert neutral.item() == pytest.approx(gendered.item() + 1.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_every_loss_is_finite_differentiable_and_margin_at_lambda_zero(name: str) -> None:
+    gen = torch.Generator().manual_seed(0)
+    s_pos = torch.randn(8, generator=gen, requires_grad=True)
+    s_neg = torch.randn(8, generator=gen)
+    batch = {
+        k: torch.rand(8, generator=gen) for k in ("psi_pos", "psi_neg", "zeta_pos", "zeta_neg")
+    }
+    value = LOSSES[name](s_pos, s_neg, batch, {"lambda": 0.0})
+    value.backward()
+    assert value.shape == () and torch.isfinite(value)
+    assert s_pos.grad is not None and torch.isfinite(s_pos.grad).all()
+    expected = LOSSES["margin"](s_pos, s_neg, batch, {})
+    assert value.item() == pytest.approx(expected.item(), rel=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_every_loss_has_a_docstring_naming_paper_and_inputs(name: str) -> None:
+    doc = LOSSES[name].__doc__ or ""
+    assert "Paper:" in doc and "Inputs:" in doc
+
+
+def test_unknown_loss_lists_known_ones() -> None:
+    with pytest.raises(ValueError, match=r"unknown loss 'x'; known: \['margin', 'penalty_both'"):
+        get_loss("x")
+
+
+def test_missing_lambda_is_a_clear_error() -> None:
+    with pytest.raises(
+        ValueError, match=r"loss 'penalty_relevant' needs params 'lambda' \(or 'lambda_pos'\)"
+    ):
+        get_loss("penalty_relevant")(torch.zeros(1), torch.zeros(1), BATCH, {"lambda_neg": 1.0})
+
+
+def test_missing_batch_key_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match=r"needs batch key 'zeta_neg'"):
+        get_loss("reward_both")(
+            torch.zeros(1), torch.zeros(1), {"zeta_pos": torch.zeros(1)}, {"lambda": 1.0}
+        )
