@@ -155,3 +155,7 @@ def read_trec_run(path: str | Path) -> pl.DataFrame:
     except SchemaError as e:
         raise ArtifactError(str(e)) from e
     return out
+
+
+def read_text(path: str | Path) -> str:
+    return _existing(path).read_text(encoding="utf-8")

@@ -33,6 +33,19 @@ class DatasetParams:
     bm25_negatives: int = 2
     bm25_pool: int = 10
     max_queries: int | None = None
+    # Paper scale (network needed): msmarco-passage
+    n_triples: int = 100_000  # papers: 3_000_000
+    triples_sample: str = "first"  # first | sample (seeded with split_seed)
+    query_set: str = "215"  # 215 | 1765 (shipped MS MARCO dev query sets)
+    first_stage: str = "auto"  # auto | shipped (BM25 top-200 run of the 215 set) | bm25
+    candidates_k: int = 200
+    batch_size: int = 100_000
+    # Paper scale: trec-fair-2022
+    fair_dimensions: list[str] = field(
+        default_factory=lambda: ["gender_category", "page_subcont_regions"]
+    )
+    docs_per_query: int | None = 100
+    negatives: int = 2
 
 
 @dataclass(frozen=True)
@@ -66,6 +79,7 @@ class TrainParams:
     lr: float = 3e-5
     epochs: int = 1
     warmup_ratio: float = 0.1
+    warmup_steps: int | None = None  # wins over warmup_ratio when set (papers: 160k / 1k)
     max_steps: int | None = None
     log_every: int = 5
     grad_clip: float = 1.0
@@ -76,6 +90,39 @@ class TrainParams:
 @dataclass(frozen=True)
 class RerankParams:
     batch_size: int = 64
+
+
+@dataclass(frozen=True)
+class CurriculumParams:
+    """Bias-aware curriculum (SPEC §6.1), read by the orderings of `order_groups.curriculum`."""
+
+    psi: str = "tf_abs"
+    n_buckets: int | str = 10  # an integer, or "all" = one triple per bucket (no-bucket mode)
+    mu: float | None = None  # None = min Ψ (low_to_high) / max Ψ (high_to_low)
+    sigma: float = 1.0
+    direction: str = "low_to_high"  # used by the generic `curriculum` ordering
+    seed: int = 42
+
+    def buckets(self) -> int | None:
+        return None if self.n_buckets == "all" else int(self.n_buckets)
+
+
+@dataclass(frozen=True)
+class LwsParams:
+    """Light-weight sampling (SPEC §6.4), read by the orderings of `order_groups.lws`."""
+
+    rate: float = 0.6
+    top: int = 5
+
+
+@dataclass(frozen=True)
+class OrderGroups:
+    """Which order stage serves each method: DVC gives one `foreach` stage one set of params,
+    so methods are listed by the params their ordering reads (checked against `ordering`)."""
+
+    plain: list[str] = field(default_factory=list)
+    curriculum: list[str] = field(default_factory=list)
+    lws: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -95,10 +142,14 @@ class MethodParams:
     lambda_pos: float | None = None
     lambda_neg: float | None = None
     margin: float = 1.0
+    alpha: float | None = None  # poe (EqualizeIR): weight of the weak learner's log-probs
+    coef: float | None = None  # neutrality_kl: weight of KL(softmax ζ ‖ softmax s)
+    adv_weight: float | None = None  # AdvBERT: weight of the adversary's cross-entropy
+    weak_strategy: str | None = None  # poe: less_data | weaker_model | fewer_steps | biased_data
 
     def loss_params(self) -> dict[str, float]:
         out = {"margin": self.margin}
-        for k in ("lambda_", "lambda_pos", "lambda_neg"):
+        for k in ("lambda_", "lambda_pos", "lambda_neg", "alpha", "coef"):
             v = getattr(self, k)
             if v is not None:
                 out[k.rstrip("_")] = v
@@ -114,19 +165,27 @@ class Params:
     train: TrainParams
     rerank: RerankParams
     evaluate: EvaluateParams
+    curriculum: CurriculumParams
+    lws: LwsParams
+    order_groups: OrderGroups
     methods: dict[str, MethodParams]
 
 
 PSI_COLUMNS = ("bool_abs", "tf_abs", "tc_abs")
 # Reserved: the report's reference row evaluates the BM25 candidates under this name.
 FIRST_STAGE = "bm25"
-DATASETS = ("grep-biasir",)
+DATASETS = ("grep-biasir", "msmarco-passage", "trec-fair-2022")
 
 _RANGES: dict[str, tuple[float | None, float | None]] = {
     "dataset.test_fraction": (0.0, 1.0),
     "dataset.bm25_negatives": (0, None),
     "dataset.bm25_pool": (1, None),
     "dataset.max_queries": (2, None),
+    "dataset.n_triples": (1, None),
+    "dataset.candidates_k": (1, None),
+    "dataset.batch_size": (1, None),
+    "dataset.docs_per_query": (1, None),
+    "dataset.negatives": (0, None),
     "score.neutrality_tau": (0, None),
     "candidates.top_k": (1, None),
     "candidates.k1": (0, None),
@@ -139,10 +198,17 @@ _RANGES: dict[str, tuple[float | None, float | None]] = {
     "train.epochs": (1, None),
     "train.warmup_ratio": (0, 1),
     "train.max_steps": (1, None),
+    "train.warmup_steps": (0, None),
     "train.log_every": (1, None),
     "train.threads": (1, None),
     "rerank.batch_size": (1, None),
+    "curriculum.sigma": (0, None),
+    "lws.rate": (0, 1),
+    "lws.top": (1, None),
 }
+# Strict lower bounds (the value must be above, not at, the bound).
+_EXCLUSIVE = {"curriculum.sigma", "train.lr"}
+WEAK_STRATEGIES = ("less_data", "weaker_model", "fewer_steps", "biased_data")
 
 
 def _type_name(tp: Any) -> str:
@@ -157,7 +223,13 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
         if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
-        return _coerce(value, inner[0], key)
+        for i, tp_i in enumerate(inner):
+            try:
+                return _coerce(value, tp_i, key)
+            except ParamsError:
+                if i == len(inner) - 1:
+                    raise
+        raise AssertionError("unreachable")
     if origin is list:
         (item,) = typing.get_args(tp)
         if not isinstance(value, list):
@@ -183,7 +255,8 @@ def _check_range(key: str, value: Any) -> None:
     lo, hi = _RANGES[key]
     values = value if isinstance(value, list) else [value]
     for v in values:
-        if (lo is not None and v < lo) or (hi is not None and v > hi):
+        below = lo is not None and (v <= lo if key in _EXCLUSIVE else v < lo)
+        if below or (hi is not None and v > hi):
             raise ParamsError(
                 f"params key {key!r}: {v!r} is out of range [{lo}, {hi if hi is not None else '∞'}]"
             )
@@ -255,10 +328,62 @@ def _check_names(params: Params) -> None:
     for name, m in params.methods.items():
         check_known("ordering", m.ordering, f"methods.{name}.ordering")
         check_known("loss", m.loss, f"methods.{name}.loss")
-        if m.psi not in PSI_COLUMNS:
+        _check_choice(f"methods.{name}.psi", m.psi, PSI_COLUMNS)
+        if m.weak_strategy is not None:
+            _check_choice(f"methods.{name}.weak_strategy", m.weak_strategy, WEAK_STRATEGIES)
+        if m.loss == "poe" and m.weak_strategy is None:
             raise ParamsError(
-                f"params key 'methods.{name}.psi': unknown Ψ column {m.psi!r}; "
-                f"known: {list(PSI_COLUMNS)}"
+                f"params key 'methods.{name}.weak_strategy' is required by loss 'poe'; "
+                f"choose one of {list(WEAK_STRATEGIES)}"
+            )
+    d = params.dataset
+    _check_choice("dataset.triples_sample", d.triples_sample, ("first", "sample"))
+    _check_choice("dataset.query_set", d.query_set, ("215", "1765"))
+    _check_choice("dataset.first_stage", d.first_stage, ("auto", "shipped", "bm25"))
+    c = params.curriculum
+    _check_choice("curriculum.psi", c.psi, PSI_COLUMNS)
+    _check_choice("curriculum.direction", c.direction, ("low_to_high", "high_to_low"))
+    if isinstance(c.n_buckets, str) and c.n_buckets != "all":
+        raise ParamsError(
+            f"params key 'curriculum.n_buckets': expected an integer ≥ 1 or 'all', "
+            f"got {c.n_buckets!r}"
+        )
+    if isinstance(c.n_buckets, int) and c.n_buckets < 1:
+        raise ParamsError(
+            f"params key 'curriculum.n_buckets': {c.n_buckets} is out of range [1, ∞]"
+        )
+    _check_groups(params)
+
+
+def _check_choice(key: str, value: str, known: tuple[str, ...]) -> None:
+    if value not in known:
+        raise ParamsError(f"params key {key!r}: unknown value {value!r}; known: {list(known)}")
+
+
+def _check_groups(params: Params) -> None:
+    from pipeline.ordering import ORDER_GROUPS
+
+    listed: dict[str, str] = {}
+    for group in ("plain", "curriculum", "lws"):
+        for name in getattr(params.order_groups, group):
+            if name not in params.methods:
+                raise ParamsError(
+                    f"params key 'order_groups.{group}' lists {name!r}, which is not under "
+                    f"`methods:`; known methods: {sorted(params.methods)}"
+                )
+            if name in listed:
+                raise ParamsError(
+                    f"params key 'order_groups': {name!r} is listed in both "
+                    f"{listed[name]!r} and {group!r}; list it once"
+                )
+            listed[name] = group
+    for name, m in params.methods.items():
+        want = ORDER_GROUPS[m.ordering]
+        if listed.get(name) != want:
+            raise ParamsError(
+                f"params key 'order_groups.{want}' must list method {name!r} (its ordering "
+                f"{m.ordering!r} is served by the {want!r} order stage); "
+                + (f"it is listed under {listed[name]!r}" if name in listed else "it is missing")
             )
 
 

@@ -90,10 +90,26 @@ RUN = Schema(
     unique=("query_id", "doc_id"),
 )
 CURVE = Schema("training curve", {"step": I64, "loss": F64, "lr": F64})
+ALIGNMENTS = Schema(
+    "alignments",
+    {"doc_id": STR, "dimension": STR, "group": STR, "weight": F64},
+    unique=("doc_id", "dimension", "group"),
+)
 
 ALL = {
     s.name: s
-    for s in (CORPUS, QUERIES, QRELS, TRIPLES, ORDERED_TRIPLES, DOC_SCORES, CANDIDATES, RUN, CURVE)
+    for s in (
+        CORPUS,
+        QUERIES,
+        QRELS,
+        TRIPLES,
+        ORDERED_TRIPLES,
+        DOC_SCORES,
+        CANDIDATES,
+        RUN,
+        CURVE,
+        ALIGNMENTS,
+    )
 }
 
 

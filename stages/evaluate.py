@@ -10,6 +10,8 @@ import polars as pl
 
 from pipeline import io, schemas
 from pipeline.metrics import EvalInputs
+from pipeline.metrics.exposure import awrf_alignments, expected_exposure, intersect
+from pipeline.metrics.suite import aggregate as aggregate_metrics
 from pipeline.metrics.suite import evaluate
 from pipeline.params import FIRST_STAGE, get_method
 from stages.common import run_stage, setup
@@ -43,15 +45,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     if "group" in corpus.columns:
         # Documents labelled `both` have no single F/M/N alignment and are dropped from AWRF.
         groups = corpus.select("doc_id", "group").filter(pl.col("group").is_in(AWRF_GROUPS))
+    qrels = qrels.filter(pl.col("query_id").is_in(run["query_id"].unique().implode()))
     inputs = EvalInputs(
         run=run,
-        qrels=qrels.filter(pl.col("query_id").is_in(run["query_id"].unique().implode())),
+        qrels=qrels,
         doc_scores=doc_scores,
         candidates=candidates,
         doc_groups=groups,
         awrf_target=p.awrf_target,
     )
     aggregate, per_query = evaluate(inputs, cutoffs=tuple(p.cutoffs))
+    alignments = io.read_table("data/alignments.parquet", schemas.ALIGNMENTS)
+    if alignments.height:
+        # Multi-dimensional group alignments (TREC Fair 2022): intersectional AWRF and
+        # expected exposure replace the single-label F/M/N versions.
+        aligned = intersect(alignments)
+        extra = awrf_alignments(run, aligned, p.cutoffs, p.awrf_target, qrels).join(
+            expected_exposure(run, qrels, aligned), on="query_id", how="left"
+        )
+        per_query = per_query.drop(
+            [c for c in extra.columns if c != "query_id" and c in per_query.columns]
+        )
+        per_query = per_query.join(extra, on="query_id", how="left")
+        aggregate = aggregate_metrics(per_query)
     info = {
         "method": ns.method,
         "tokenizer": doc_scores["tokenizer"][0] if doc_scores.height else "",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+import pyarrow as pa
+
 from pipeline import io, schemas
 from pipeline.data import extract
 from stages.common import run_stage, setup
@@ -19,6 +21,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     io.write_table(out.queries, "data/queries.parquet", schemas.QUERIES)
     io.write_table(out.qrels, "data/qrels.parquet", schemas.QRELS)
     io.write_table(out.triples, "data/triples.parquet", schemas.TRIPLES)
+    # Optional tables are always written (empty when the source has none): DVC outputs.
+    first = out.first_stage if out.first_stage is not None else _empty(schemas.CANDIDATES)
+    io.write_table(first, "data/first_stage.parquet", schemas.CANDIDATES)
+    align = out.alignments if out.alignments is not None else _empty(schemas.ALIGNMENTS)
+    io.write_table(align, "data/alignments.parquet", schemas.ALIGNMENTS)
     log.info(
         "extract: %d documents, %d queries (%d test), %d qrels, %d triples",
         out.corpus.height,
@@ -27,6 +34,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         out.qrels.height,
         out.triples.height,
     )
+
+
+def _empty(schema: schemas.Schema) -> pa.Table:
+    return pa.schema(list(schema.required.items())).empty_table()
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         batch_size=t.batch_size,
         lr=t.lr,
         warmup_ratio=t.warmup_ratio,
+        warmup_steps=t.warmup_steps,
         epochs=t.epochs,
         max_len=params.model.max_len,
         q_len=params.model.q_len,

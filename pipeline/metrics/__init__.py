@@ -14,6 +14,7 @@ from pipeline.metrics.arab import arab
 from pipeline.metrics.awrf import awrf
 from pipeline.metrics.counterfactual import counterfactual
 from pipeline.metrics.effectiveness import effectiveness
+from pipeline.metrics.exposure import exposure
 from pipeline.metrics.inputs import EvalInputs, MetricFn, MissingInputError
 from pipeline.metrics.liwc import liwc
 from pipeline.metrics.nfairr import nfairr
@@ -25,6 +26,7 @@ METRICS: dict[str, MetricFn] = {
     "liwc": liwc,
     "awrf": awrf,
     "counterfactual": counterfactual,
+    "exposure": exposure,
 }
 
 

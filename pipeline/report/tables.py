@@ -16,6 +16,7 @@ DIRECTION = {
     "MRR": "↑", "nDCG": "↑", "NFaiRR": "↑", "AWRF": "↑",
     "ARaB-tc": "→0", "ARaB-tf": "→0", "ARaB-bool": "→0", "LIWC": "↓",
     "gap-mean": "→0", "gap-abs": "↓", "gap-male-wins": "→0.5",
+    "ARaB-tc-abs": "↓", "ARaB-tf-abs": "↓", "ARaB-bool-abs": "↓", "nDCGxAWRF": "↑",
 }  # fmt: skip
 
 
@@ -82,3 +83,114 @@ def summary_markdown(
             "",
         ]
     return "\n".join(parts)
+
+
+# Paper-style tables from `pipeline.report.significance.compare` (one row per method, metric).
+# (a) absolute values, as the curriculum paper's Tables 1-2: core columns, then extras.
+ABS_AT_K = (
+    "MRR@{k}", "ARaB-tc@{k}", "ARaB-tf@{k}", "ARaB-bool@{k}", "NFaiRR@{k}", "LIWC@{k}",
+    "nDCG@{k}", "AWRF@{k}",
+)  # fmt: skip
+# (b) % change vs the baseline, as the regularisation paper's Tables 1-4. ARaB as a magnitude:
+# a % change of a signed value that may cross zero says nothing about fairness.
+CHANGE_AT_K = (
+    "MRR@{k}", "ARaB-tc-abs@{k}", "ARaB-tf-abs@{k}", "ARaB-bool-abs@{k}", "NFaiRR@{k}",
+    "LIWC@{k}", "nDCG@{k}", "AWRF@{k}",
+)  # fmt: skip
+CHANGE_OVERALL = ("gap-abs",)
+MARK = "†"
+
+
+def _abs_cell(row: Mapping[str, object] | None, digits: int) -> str:
+    if row is None or row["mean"] is None:
+        return ""
+    text = f"{row['mean']:.{digits}f}"
+    if row["std"] is not None:
+        text += f" ± {row['std']:.{digits}f}"
+    return text + (MARK if row["significant"] else "")
+
+
+def _change_cell(row: Mapping[str, object] | None, digits: int) -> str:
+    if row is None or row["change_pct"] is None:
+        return ""
+    return f"{row['change_pct']:+.{digits}f}%" + (MARK if row["significant"] else "")
+
+
+def comparison_table(
+    cmp: pl.DataFrame,
+    columns: Sequence[str],
+    *,
+    change: bool = False,
+    digits: int | None = None,
+    skip: Sequence[str] = (),
+) -> str:
+    """A Markdown table from a comparison frame: absolute `mean[ ± std]` cells (default) or
+    `+x.x%` changes (`change=True`); `†` marks a significant difference from the baseline."""
+    digits = (2 if change else 4) if digits is None else digits
+    cell = _change_cell if change else _abs_cell
+    rows = {(r["method"], r["metric"]): r for r in cmp.iter_rows(named=True)}
+    present = set(cmp["metric"].to_list())
+    cols = [c for c in columns if c in present]
+    methods = [m for m in dict.fromkeys(cmp["method"].to_list()) if m not in skip]
+    lines = [
+        "| method | " + " | ".join(_header(c) for c in cols) + " |",
+        "|---|" + "---:|" * len(cols),
+    ]
+    for m in methods:
+        cells = [cell(rows.get((m, c)), digits) for c in cols]
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def report_markdown(
+    cmp: pl.DataFrame,
+    cutoffs: Sequence[int],
+    baseline: str,
+    *,
+    reference: Sequence[str] = (),
+    info: Mapping[str, str] | None = None,
+    alpha: float = 0.05,
+) -> str:
+    """The paste-ready summary: per cut-off an absolute table (a) and a change table (b)."""
+    compared = [
+        m for m in dict.fromkeys(cmp["method"].to_list()) if m not in {baseline, *reference}
+    ]
+    seeds = max(cmp["n_seeds"].drop_nulls().to_list(), default=1)
+    parts = ["# Summary", ""]
+    if info:
+        parts += [", ".join(f"{k}: `{v}`" for k, v in info.items()), ""]
+    parts += [_legend(baseline, reference, len(compared), alpha, seeds), ""]
+    skip = [baseline, *reference]
+    for k in cutoffs:
+        parts += [f"## Cut-off {k}", "", comparison_table(cmp, [c.format(k=k) for c in ABS_AT_K])]
+        parts += ["", f"### Change vs `{baseline}` (%)", ""]
+        parts += [
+            comparison_table(cmp, [c.format(k=k) for c in CHANGE_AT_K], change=True, skip=skip)
+        ]
+        parts += [""]
+    if set(OVERALL) & set(cmp["metric"].to_list()):
+        parts += [
+            "## Counterfactual gender gap (rank of female − rank of male relevant version)",
+            "",
+            comparison_table(cmp, OVERALL, digits=3),
+            "",
+            f"### Change vs `{baseline}` (%)",
+            "",
+            comparison_table(cmp, CHANGE_OVERALL, change=True, skip=skip),
+            "",
+        ]
+    return "\n".join(parts)
+
+
+def _legend(baseline: str, reference: Sequence[str], n: int, alpha: float, seeds: int) -> str:
+    refs = ", ".join(f"`{r}`" for r in reference)
+    ref = f" Row {refs}: the first-stage ranking, not compared." if reference else ""
+    spread = " A method with several seeds shows mean ± std over its seeds." if seeds > 1 else ""
+    per_query = " (each query's mean over seeds)" if seeds > 1 else ""
+    return (
+        "Arrows: ↑ higher is better, ↓ lower is better, →0 closer to zero is fairer "
+        f"(ARaB signed: positive = male-leaning; `-abs`: magnitude).{ref}{spread} "
+        f"{MARK}: differs from `{baseline}` with p < {alpha:g}, paired two-sided t-test over "
+        f"per-query values{per_query} of the queries evaluated for both, Bonferroni-adjusted "
+        f"for {n} compared method(s). Change = 100 · (method − baseline) / |baseline|."
+    )

@@ -3,34 +3,61 @@
 The triples are read in the order given (an upstream ordering stage shuffles or orders them);
 each step scores the positive and negative documents of ``batch_size`` triples in one
 forward pass (dynamic padding), applies the loss, AdamW and a linear warm-up/decay schedule.
-Runs are deterministic on CPU for a fixed seed.
+Runs are deterministic on CPU for a fixed seed. With ``checkpoint_dir`` a run saves
+checkpoints and resumes from them (``pipeline.train.checkpoint``: a resumed CPU run ends with
+the same weights as an uninterrupted one); with ``devices > 1`` it trains under
+DistributedDataParallel (``pipeline.train.distributed``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import logging
 import math
 import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 import torch
-from torch import Tensor
+from torch import Tensor, nn
+from torch.optim import Optimizer
 from tqdm import tqdm
 from transformers import PreTrainedTokenizerBase, get_linear_schedule_with_warmup
 
-from pipeline.train.batching import Pair, PairEncoder, collate
+from pipeline.train import distributed
+from pipeline.train.batching import PairEncoder, collate
+from pipeline.train.checkpoint import (
+    Checkpointer,
+    TrainState,
+    check_checkpoint_args,
+    run_fingerprint,
+)
+from pipeline.train.distributed import Rank
+from pipeline.train.examples import (
+    PSI_COLUMNS,
+    TRIPLE_COLUMNS,
+    TrainExamples,
+    doc_bias,
+    prepare_examples,
+)
 from pipeline.train.losses import LossFn, get_loss
 from pipeline.train.model import CrossEncoder, resolve_device
 
 logger = logging.getLogger(__name__)
 
-PSI_COLUMNS = {"bool_abs": "psi_bool", "tf_abs": "psi_tf", "tc_abs": "psi_tc"}
-"""params ``psi`` value → signed ``doc_scores`` column whose absolute value is Ψ."""
-
-TRIPLE_COLUMNS = ("query_id", "pos_doc_id", "neg_doc_id")
+__all__ = [
+    "PSI_COLUMNS",
+    "TRIPLE_COLUMNS",
+    "TrainConfig",
+    "TrainExamples",
+    "doc_bias",
+    "prepare_examples",
+    "train_model",
+]
 
 
 @dataclass(frozen=True)
@@ -39,7 +66,9 @@ class TrainConfig:
 
     ``warmup_steps`` wins over ``warmup_ratio`` (a share of the total steps) when given.
     ``max_steps`` caps the steps of ``epochs`` passes over the triples; each pass reads the
-    triples in the same order. ``grad_clip`` ≤ 0 or ``None`` disables clipping.
+    triples in the same order. ``grad_clip`` ≤ 0 or ``None`` disables clipping. ``devices``
+    > 1 trains on that many DDP ranks, each taking ``batch_size / devices`` triples of every
+    global batch of ``batch_size``.
     """
 
     batch_size: int = 16
@@ -54,6 +83,7 @@ class TrainConfig:
     log_every: int = 10
     grad_clip: float | None = 1.0
     device: str = "auto"
+    devices: int = 1
 
     def __post_init__(self) -> None:
         checks = {
@@ -64,6 +94,9 @@ class TrainConfig:
             "0 <= warmup_ratio <= 1": 0 <= self.warmup_ratio <= 1,
             "warmup_steps >= 0": self.warmup_steps is None or self.warmup_steps >= 0,
             "max_steps >= 1": self.max_steps is None or self.max_steps >= 1,
+            "devices >= 1": self.devices >= 1,
+            "batch_size a multiple of devices": self.devices < 1
+            or self.batch_size % self.devices == 0,
         }
         failed = [rule for rule, ok in checks.items() if not ok]
         if failed:
@@ -79,70 +112,6 @@ class TrainConfig:
         return (
             self.warmup_steps if self.warmup_steps is not None else round(self.warmup_ratio * total)
         )
-
-
-@dataclass(frozen=True)
-class TrainExamples:
-    """Pair inputs of every triple's positive and negative, with their Ψ and ζ."""
-
-    pos: list[Pair]
-    neg: list[Pair]
-    bias: dict[str, Tensor]  # psi_pos, psi_neg, zeta_pos, zeta_neg, each [n_triples] float32
-
-
-def doc_bias(
-    doc_scores: pl.DataFrame, psi_column: str
-) -> tuple[dict[str, float], dict[str, float]]:
-    """``(Ψ by doc_id, ζ by doc_id)`` with Ψ = ``|doc_scores[PSI_COLUMNS[psi_column]]|``."""
-    if psi_column not in PSI_COLUMNS:
-        raise ValueError(f"unknown psi {psi_column!r}; known: {sorted(PSI_COLUMNS)}")
-    col = PSI_COLUMNS[psi_column]
-    missing = {"doc_id", col, "neutrality"} - set(doc_scores.columns)
-    if missing:
-        raise ValueError(f"doc_scores lacks columns {sorted(missing)}; has {doc_scores.columns}")
-    values = pl.col(col, "neutrality").cast(pl.Float64)
-    bad = doc_scores.filter(pl.any_horizontal(values.is_null() | values.is_nan()))
-    if bad.height:
-        doc_id = bad["doc_id"][0]
-        raise ValueError(f"doc_scores has a missing/NaN {col} or neutrality for doc_id {doc_id!r}")
-    ids = doc_scores["doc_id"].cast(pl.String).to_list()
-    psi = doc_scores[col].cast(pl.Float64).abs().to_list()
-    zeta = doc_scores["neutrality"].cast(pl.Float64).to_list()
-    return dict(zip(ids, psi, strict=True)), dict(zip(ids, zeta, strict=True))
-
-
-def _lookup(table: Mapping[str, float], ids: list[str]) -> Tensor:
-    for doc_id in ids:
-        if doc_id not in table:
-            raise ValueError(f"doc_id {doc_id!r} of the triples has no row in doc_scores")
-    return torch.tensor([table[d] for d in ids], dtype=torch.float32)
-
-
-def prepare_examples(
-    encoder: PairEncoder,
-    triples: pl.DataFrame,
-    queries: Mapping[str, str],
-    docs: Mapping[str, str],
-    bias: tuple[dict[str, float], dict[str, float]],
-) -> TrainExamples:
-    """Tokenise the triples' texts once and attach Ψ/ζ of each positive and negative."""
-    missing = set(TRIPLE_COLUMNS) - set(triples.columns)
-    if missing:
-        raise ValueError(f"triples lack columns {sorted(missing)}; has {triples.columns}")
-    qids, pos, neg = (triples[c].cast(pl.String).to_list() for c in TRIPLE_COLUMNS)
-    encoder.add(queries, docs, qids, pos + neg)
-    psi, zeta = bias
-    tensors = {
-        "psi_pos": _lookup(psi, pos),
-        "psi_neg": _lookup(psi, neg),
-        "zeta_pos": _lookup(zeta, pos),
-        "zeta_neg": _lookup(zeta, neg),
-    }
-    return TrainExamples(
-        pos=[encoder.pair(q, d) for q, d in zip(qids, pos, strict=True)],
-        neg=[encoder.pair(q, d) for q, d in zip(qids, neg, strict=True)],
-        bias=tensors,
-    )
 
 
 def _batches(n: int, cfg: TrainConfig) -> Iterator[list[int]]:
@@ -168,29 +137,78 @@ def train_model(
     loss_params: Mapping[str, float],
     psi_column: str,
     cfg: TrainConfig,
+    *,
+    checkpoint_dir: str | Path | None = None,
+    checkpoint_every: int | None = None,
 ) -> pl.DataFrame:
     """Train ``model`` in place on ``triples`` (in their given order); returns the training curve.
 
     Curve rows (``step``, ``loss`` = mean loss since the previous row, ``lr`` of that step) are
     logged every ``cfg.log_every`` steps and at the last step. Unknown query/doc ids in the
     triples and a non-finite loss raise errors naming the culprit.
+
+    ``checkpoint_dir``: resume from the checkpoint there when it belongs to this run, and save
+    one every ``checkpoint_every`` steps. ``cfg.devices > 1`` spawns that many DDP ranks
+    (unless already under ``torchrun``); ``model`` then gets rank 0's trained weights.
     """
     loss_fn = get_loss(loss_name)
     if triples.height == 0:
         raise ValueError("no training triples")
+    check_checkpoint_args(checkpoint_dir, checkpoint_every)
+    rank = distributed.init_from_env(cfg.device)
+    if rank.world == 1 and cfg.devices > 1:
+        used_q, used_d = distributed.used_texts(triples, queries, docs)
+        args = (tokenizer, triples, used_q, used_d, doc_scores, loss_name, loss_params, psi_column)
+        kwargs = {"checkpoint_dir": checkpoint_dir, "checkpoint_every": checkpoint_every}
+        rows = distributed.launch(_rank_entry, model.cpu(), (*args, cfg), kwargs, cfg.device)
+        model.to(resolve_device(cfg.device)).eval()
+        return _curve(rows)
+    distributed.check_world(cfg.devices, cfg.batch_size, rank)
     encoder = PairEncoder(tokenizer, cfg.max_len, cfg.q_len)
     ex = prepare_examples(encoder, triples, queries, docs, doc_bias(doc_scores, psi_column))
-    device = resolve_device(cfg.device)
-    torch.manual_seed(cfg.seed)
+    device = distributed.rank_device(cfg.device, rank)
+    run = _Run(model, ex, loss_fn, loss_params, device, encoder.pad_id, rank)
+    inputs = (triples, queries, docs)
+    names = (loss_name, psi_column)
+    saver = _checkpointer(checkpoint_dir, checkpoint_every, run, cfg, inputs, names)
+    torch.manual_seed(cfg.seed + rank.rank)
     model.to(device).train()
     start = time.perf_counter()
-    run = _Run(model, ex, loss_fn, loss_params, device, encoder.pad_id)
-    rows, pairs = run.steps(cfg, desc=f"train {loss_name}")
+    state = run.steps(cfg, f"train {loss_name}", saver)
     model.eval()
     seconds = max(time.perf_counter() - start, 1e-9)
-    msg = "trained %s: %d steps, %d pairs in %.1f s (%.1f pairs/s) on %s"
-    steps = cfg.total_steps(triples.height)
-    logger.info(msg, loss_name, steps, pairs, seconds, pairs / seconds, device)
+    if rank.is_main:
+        msg = "trained %s: %d steps, %d pairs in %.1f s (%.1f pairs/s) on %s x %d"
+        rate = state.pairs / seconds
+        logger.info(msg, loss_name, state.step, state.pairs, seconds, rate, device, rank.world)
+    return _curve(state.rows)
+
+
+def _checkpointer(
+    directory: str | Path | None,
+    every: int | None,
+    run: _Run,
+    cfg: TrainConfig,
+    inputs: tuple[pl.DataFrame, Mapping[str, str], Mapping[str, str]],
+    names: tuple[str, str],
+) -> Checkpointer | None:
+    """The run's checkpointing, keyed by everything that determines its result."""
+    if directory is None:
+        return None
+    config = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("device", "devices")}
+    settings: dict[str, object] = {"config": config, "params": dict(run.params)}
+    settings |= {"loss": names[0], "psi": names[1], "world": run.rank.world}
+    key = run_fingerprint(settings, inputs, run.ex.bias.values(), run.model)
+    return Checkpointer(Path(directory), every, key, run.rank, run.device)
+
+
+def _rank_entry(model: CrossEncoder, *args: object, **kwargs: object) -> list[dict[str, float]]:
+    """What each spawned rank runs: ``train_model`` inside the process group; curve rows."""
+    curve: pl.DataFrame = train_model(model, *args, **kwargs)  # type: ignore[arg-type]
+    return curve.to_dicts()
+
+
+def _curve(rows: list[dict[str, float]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"step": pl.Int64, "loss": pl.Float64, "lr": pl.Float64})
 
 
@@ -202,36 +220,52 @@ class _Run:
     params: Mapping[str, float]
     device: torch.device
     pad_id: int
+    rank: Rank
 
-    def steps(self, cfg: TrainConfig, desc: str) -> tuple[list[dict[str, float]], int]:
-        """Run all optimiser steps; ``(curve rows, pairs seen)``."""
+    def steps(self, cfg: TrainConfig, desc: str, saver: Checkpointer | None) -> TrainState:
+        """Run the optimiser steps not done yet; the final state (curve rows, pairs seen)."""
         total = cfg.total_steps(len(self.ex.pos))
         optimizer, scheduler = _optimizer(self.model, cfg, self.device, total)
-        rows: list[dict[str, float]] = []
-        window: list[float] = []
-        pairs = 0
-        bar = tqdm(_batches(len(self.ex.pos), cfg), total=total, desc=desc, unit="step",
-                   file=sys.stderr, dynamic_ncols=True)  # fmt: skip
-        for step, idx in enumerate(bar, start=1):
-            loss = self.loss(idx)
-            value = float(loss.detach())
-            if not math.isfinite(value):
-                raise FloatingPointError(
-                    f"non-finite loss {value} at step {step} (triples {idx[0]}..{idx[-1]})"
-                )
-            lr = float(optimizer.param_groups[0]["lr"])
-            _update(self.model, optimizer, loss, cfg.grad_clip)
+        state = saver.resume(self.model, optimizer, scheduler) if saver else TrainState()
+        net = distributed.wrap(self.model, self.device, self.rank)
+        bar = tqdm(total=total, initial=state.step, desc=desc, unit="step", file=sys.stderr,
+                   dynamic_ncols=True, disable=not self.rank.is_main)  # fmt: skip
+        todo = itertools.islice(_batches(len(self.ex.pos), cfg), state.step, None)
+        for step, idx in enumerate(todo, start=state.step + 1):
+            value, lr = self.step(net, optimizer, idx, step, cfg)
             scheduler.step()
-            window.append(value)
-            pairs += len(idx)
+            state.step, state.pairs = step, state.pairs + len(idx)
+            state.window.append(value)
+            bar.update()
             bar.set_postfix(loss=f"{value:.4f}", lr=f"{lr:.2e}", refresh=False)
             if step % cfg.log_every == 0 or step == total:
-                rows.append({"step": step, "loss": sum(window) / len(window), "lr": lr})
-                window.clear()
+                mean = sum(state.window) / len(state.window)
+                state.rows.append({"step": step, "loss": mean, "lr": lr})
+                state.window = []
+            if saver:
+                saver.step_done(state, self.model, optimizer, scheduler)
         bar.close()
-        return rows, pairs
+        return state
 
-    def loss(self, idx: list[int]) -> Tensor:
+    def step(
+        self, net: nn.Module, optimizer: Optimizer, idx: list[int], step: int, cfg: TrainConfig
+    ) -> tuple[float, float]:
+        """One optimiser step on the global batch ``idx``; ``(global mean loss, lr)``."""
+        mine, weight = distributed.shard(idx, cfg.batch_size, self.rank)
+        loss = self.loss(net, mine)
+        value = distributed.global_mean(float(loss.detach()), weight, self.device, self.rank)
+        if not math.isfinite(value):
+            raise FloatingPointError(
+                f"non-finite loss {value} at step {step} (triples {idx[0]}..{idx[-1]}); lower "
+                "train.lr or check the inputs' Ψ/ζ values"
+            )
+        lr = float(optimizer.param_groups[0]["lr"])
+        _update(
+            self.model, optimizer, loss if self.rank.world == 1 else loss * weight, cfg.grad_clip
+        )
+        return value, lr
+
+    def loss(self, net: nn.Module, idx: list[int]) -> Tensor:
         """Loss of the triples ``idx``: positives and negatives scored in one forward pass."""
         ex, device = self.ex, self.device
         inputs = collate([ex.pos[i] for i in idx] + [ex.neg[i] for i in idx], self.pad_id)
@@ -243,7 +277,7 @@ class _Run:
         index = torch.tensor(idx, dtype=torch.long)
         batch = {k: v[index].to(device) for k, v in ex.bias.items()}
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=pin):
-            scores = self.model(**on_dev)
+            scores = net(**on_dev)
         s_pos, s_neg = scores.float().split(len(idx))
         return self.loss_fn(s_pos, s_neg, batch, self.params)
 

@@ -1,4 +1,8 @@
-"""A throw-away DVC repository with the project's pipeline and the tiny profile."""
+"""A throw-away DVC repository with the project's pipeline and the tiny profile.
+
+The fixtures built on it (`tiny_repo`, `dvc`) live in `tests/conftest.py`, so the robustness
+tests share the one session-wide reproduction with the stage tests.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,9 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,24 +58,7 @@ def make_repo(dest: Path, params: Path) -> Path:
     run(["git", "config", "user.name", "t"], dest)
     run([sys.executable, "-m", "dvc", "init", "-q"], dest)
     run([sys.executable, "-m", "dvc", "config", "core.analytics", "false"], dest)
+    shutil.copytree(ROOT / ".dvc" / "plots", dest / ".dvc" / "plots", dirs_exist_ok=True)
     run(["git", "add", "-A"], dest)
     run(["git", "commit", "-qm", "init"], dest)
     return dest
-
-
-@pytest.fixture(scope="session")
-def tiny_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny profile, reproduced once and committed (a baseline for experiments)."""
-    repo = make_repo(tmp_path_factory.mktemp("tiny"), ROOT / "tests" / "data" / "params_tiny.yaml")
-    run([sys.executable, "-m", "dvc", "repro", "-q"], repo)
-    run(["git", "add", "-A"], repo)
-    run(["git", "commit", "-qm", "repro"], repo)
-    return repo
-
-
-@pytest.fixture()
-def dvc() -> Callable[..., subprocess.CompletedProcess[str]]:
-    def call(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return run([sys.executable, "-m", "dvc", *args], repo, check=check)
-
-    return call

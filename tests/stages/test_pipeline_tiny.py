@@ -46,6 +46,20 @@ def test_lambda_change_reruns_only_that_method(tiny_repo: Path, dvc: Dvc) -> Non
     }, out.stdout
 
 
+def test_sigma_change_reruns_only_curriculum_stages(tiny_repo: Path, dvc: Dvc) -> None:
+    out = dvc(tiny_repo, "exp", "run", "-S", "curriculum.sigma=0.25")
+    ran = _ran(out.stdout)
+    assert "order_curriculum@curriculum_low_high" in ran, out.stdout
+    allowed = {
+        "order_curriculum@curriculum_low_high",
+        "train@curriculum_low_high",
+        "rerank@curriculum_low_high",
+        "evaluate@curriculum_low_high",
+        "report",
+    }
+    assert ran <= allowed, out.stdout
+
+
 def test_unknown_method_stage_error(tiny_repo: Path, tmp_path: Path) -> None:
     repo = tmp_path / "r"
     shutil.copytree(tiny_repo, repo)

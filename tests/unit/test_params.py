@@ -68,7 +68,7 @@ def test_unknown_loss_lists_known() -> None:
 def test_unknown_ordering_lists_known() -> None:
     raw = _raw()
     raw["methods"]["baseline"]["ordering"] = "zigzag"
-    with pytest.raises(ParamsError, match=r"unknown ordering 'zigzag'; known: \['shuffle'"):
+    with pytest.raises(ParamsError, match=r"unknown ordering 'zigzag'; known: \[.*'shuffle'"):
         parse_params(raw)
 
 

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from pipeline.report.tables import markdown_table, summary_frame, summary_markdown
+import polars as pl
+
+from pipeline.report.tables import (
+    comparison_table,
+    markdown_table,
+    report_markdown,
+    summary_frame,
+    summary_markdown,
+)
 
 
 def test_summary_frame_keeps_method_order_and_numeric_keys() -> None:
-    metrics = {
+    metrics: dict[str, dict[str, object]] = {
         "b": {"MRR@10": 0.5, "lexicon": "open", "n_queries": 3},
         "a": {"MRR@10": 0.25, "NFaiRR@10": 0.9},
     }
@@ -32,3 +40,37 @@ def test_summary_markdown_has_one_section_per_cutoff() -> None:
     assert "## Cut-off 10" in md and "## Cut-off 20" in md
     assert "| m | -1.000 |" in md
     assert "dataset: `x`" in md
+
+
+def _cmp() -> pl.DataFrame:
+    from pipeline.report.significance import COMPARISON_SCHEMA
+
+    base = dict.fromkeys(COMPARISON_SCHEMA)
+    rows = [
+        base | {"method": "base", "metric": "MRR@10", "mean": 0.5, "n_seeds": 1},
+        base | {"method": "m", "metric": "MRR@10", "mean": 0.6, "std": 0.01, "n_seeds": 3,
+                "change_pct": 20.0, "p_adjusted": 0.01, "significant": True},
+        base | {"method": "m", "metric": "ARaB-tf-abs@10", "mean": 0.2, "n_seeds": 3,
+                "change_pct": -4.321, "p_adjusted": 0.2, "significant": False},
+    ]  # fmt: skip
+    return pl.DataFrame(rows, schema=COMPARISON_SCHEMA)
+
+
+def test_comparison_table_absolute_and_change_forms() -> None:
+    cols = ["MRR@10", "ARaB-tf-abs@10"]
+    assert comparison_table(_cmp(), cols).splitlines() == [
+        "| method | MRR@10 ↑ | ARaB-tf-abs@10 ↓ |",
+        "|---|---:|---:|",
+        "| base | 0.5000 |  |",
+        "| m | 0.6000 ± 0.0100† | 0.2000 |",
+    ]
+    assert comparison_table(_cmp(), cols, change=True, skip=["base"]).splitlines()[2:] == [
+        "| m | +20.00%† | -4.32% |"
+    ]
+
+
+def test_report_markdown_has_absolute_and_change_tables_per_cutoff() -> None:
+    md = report_markdown(_cmp(), [10], "base", info={"dataset": "x"})
+    assert "## Cut-off 10" in md and "### Change vs `base` (%)" in md
+    assert "Bonferroni-adjusted for 1 compared method(s)" in md
+    assert "mean ± std over its seeds" in md

@@ -1,0 +1,20 @@
+"""`biased_only`: train only on triples whose positive is biased, Ψ⁺ > 0 (SPEC §6.1)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.ordering.common import OrderingContext, filtered_by_psi
+
+
+def biased_only(
+    triples: pl.DataFrame, doc_scores: pl.DataFrame, ctx: OrderingContext
+) -> pl.DataFrame:
+    """The triples with Ψ⁺ > 0, in a seeded random order; the others are dropped.
+
+    No such triple raises ``ValueError``.
+    Paper: bias-aware curriculum learning for neural rankers (the curriculum paper's
+    biased-only ablation, SPEC §6.1).
+    Inputs: triples, ``doc_scores``; ``ctx.psi``, ``ctx.seed``.
+    """
+    return filtered_by_psi(triples, doc_scores, ctx, pl.col("psi") > 0.0, "biased_only")

@@ -1,0 +1,135 @@
+"""`lws`: light-weight bias-aware negative sampling (SPEC §6.4)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import polars as pl
+
+from pipeline.ordering.common import (
+    PSI_SOURCE,
+    OrderingContext,
+    seeded_shuffle,
+    with_positive_psi,
+)
+
+logger = logging.getLogger(__name__)
+
+NAME = "lws"
+SOURCE = "lws"
+"""``source`` value of a triple whose negative was replaced."""
+
+
+def _require(frame: pl.DataFrame | None, what: str, columns: tuple[str, ...]) -> pl.DataFrame:
+    if frame is None:
+        raise ValueError(
+            f"ordering {NAME!r} needs ctx.{what} (columns {list(columns)}) of the training "
+            "queries; pass them in the OrderingContext built by the order stage"
+        )
+    missing = sorted(set(columns) - set(frame.columns))
+    if missing:
+        raise ValueError(f"ctx.{what} lacks columns {missing}; has {frame.columns}")
+    return frame
+
+
+def biased_pool(
+    triples: pl.DataFrame,
+    doc_scores: pl.DataFrame,
+    candidates: pl.DataFrame,
+    qrels: pl.DataFrame,
+    psi: str,
+    top: int,
+) -> pl.DataFrame:
+    """Per query its ``top`` most biased non-relevant BM25 candidates: query_id, doc_id.
+
+    Biased: |Ψ| > 0 in ``psi``'s column; most biased first, ties by BM25 rank. Non-relevant:
+    not judged relevant (relevance > 0) in ``qrels`` and not a positive of any triple of the
+    query. Rows are sorted by query.
+    """
+    col = PSI_SOURCE[psi]
+    bias = doc_scores.select(
+        pl.col("doc_id").cast(pl.String), pl.col(col).abs().cast(pl.Float64).alias("_bias")
+    )
+    relevant = pl.concat(
+        [
+            qrels.filter(pl.col("relevance") > 0).select(
+                pl.col("query_id").cast(pl.String), pl.col("doc_id").cast(pl.String)
+            ),
+            triples.select(
+                pl.col("query_id").cast(pl.String),
+                pl.col("pos_doc_id").cast(pl.String).alias("doc_id"),
+            ),
+        ]
+    ).unique()
+    pool = (
+        candidates.select(
+            pl.col("query_id").cast(pl.String), pl.col("doc_id").cast(pl.String), "rank"
+        )
+        .join(bias, on="doc_id", how="inner")
+        .filter(pl.col("_bias") > 0)
+        .join(relevant, on=["query_id", "doc_id"], how="anti")
+        .sort(["query_id", "_bias", "rank", "doc_id"], descending=[False, True, False, False])
+    )
+    return pool.filter(pl.int_range(pl.len()).over("query_id") < top).select("query_id", "doc_id")
+
+
+def replace_negatives(
+    triples: pl.DataFrame, pool: pl.DataFrame, rate: float, rng: np.random.Generator
+) -> pl.DataFrame:
+    """Replace the negative of ``round(rate·n)`` seeded random triples by a pool document.
+
+    The new negative is uniform among the query's pool documents; a chosen triple whose
+    query has no pool document keeps its negative. Replaced rows get ``source = "lws"``.
+    """
+    n = triples.height
+    chosen = np.zeros(n, dtype=bool)
+    chosen[rng.choice(n, size=round(rate * n), replace=False)] = True
+    draw = rng.random(n)
+    spans = (
+        pool.with_row_index("_row")
+        .group_by("query_id", maintain_order=True)
+        .agg(pl.col("_row").min().alias("_start"), pl.len().alias("_count"))
+    )
+    joined = triples.with_columns(pl.col("query_id").cast(pl.String)).join(
+        spans, on="query_id", how="left", maintain_order="left"
+    )
+    start = joined["_start"].fill_null(0).to_numpy().astype(np.int64)
+    count = joined["_count"].fill_null(0).to_numpy().astype(np.int64)
+    swap = chosen & (count > 0)
+    pick = start + np.floor(draw * np.maximum(count, 1)).astype(np.int64)
+    new = triples["neg_doc_id"].cast(pl.String).to_numpy().copy()
+    new[swap] = pool["doc_id"].to_numpy()[pick[swap]]
+    logger.info(
+        "lws: replaced %d of %d negatives (%d chosen, %d of them without a biased candidate)",
+        int(swap.sum()), n, int(chosen.sum()), int((chosen & ~swap).sum()),
+    )  # fmt: skip
+    kept = pl.col("source") if "source" in triples.columns else pl.lit("triples")
+    return (
+        triples.with_columns(
+            pl.Series("neg_doc_id", new, dtype=pl.String), pl.Series("_swap", swap)
+        )
+        .with_columns(pl.when("_swap").then(pl.lit(SOURCE)).otherwise(kept).alias("source"))
+        .drop("_swap")
+    )
+
+
+def lws(triples: pl.DataFrame, doc_scores: pl.DataFrame, ctx: OrderingContext) -> pl.DataFrame:
+    """For a share ``ctx.rate`` of triples, swap the negative for a highly biased one.
+
+    The replacement is drawn uniformly among the query's ``ctx.lws_top`` non-relevant BM25
+    candidates of largest |Ψ| (Ψ > 0; column ``ctx.psi``). The result is shuffled with
+    ``ctx.seed`` as the baseline is; ``source`` marks replaced triples ``"lws"``.
+    **Decision** (the paper does not fix it): draw among the top ``lws_top`` (default 5).
+    Paper: Bigdeli et al., "A Light-Weight Strategy for Restraining Gender Biases in Neural
+    Rankers", ECIR 2022 (code: aminbigdeli/bias_aware_neural_ranking).
+    Inputs: triples, ``doc_scores``; ``ctx.candidates`` (query_id, doc_id, rank: the
+    training queries' BM25 candidates), ``ctx.qrels`` (query_id, doc_id, relevance),
+    ``ctx.rate``, ``ctx.lws_top``, ``ctx.psi``, ``ctx.seed``.
+    """
+    candidates = _require(ctx.candidates, "candidates", ("query_id", "doc_id", "rank"))
+    qrels = _require(ctx.qrels, "qrels", ("query_id", "doc_id", "relevance"))
+    pool = biased_pool(triples, doc_scores, candidates, qrels, ctx.psi, ctx.lws_top)
+    rng = np.random.default_rng([ctx.seed, 1])  # independent of the shuffle's stream
+    replaced = replace_negatives(triples, pool, ctx.rate, rng)
+    return seeded_shuffle(with_positive_psi(replaced, doc_scores, ctx.psi), ctx.seed)

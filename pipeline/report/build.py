@@ -1,0 +1,192 @@
+"""The body of the `report` stage: read every method's evaluation, write tables and figures.
+
+Inputs (per method, in the order given; the first-stage row `bm25` included):
+`<eval_dir>/<method>/metrics.json` and `<eval_dir>/<method>/per_query.parquet`, or, for a
+method trained with several seeds, `<eval_dir>/<method>/seed-<n>/per_query.parquet` (one folder
+per seed, no top-level per_query.parquet). Training curves: `<train_dir>/<method>.csv`.
+
+Outputs (all written atomically):
+
+| file | content |
+|---|---|
+| `<out_dir>/summary.md` | per cut-off: absolute table (a), % change vs baseline (b), gap tables |
+| `<out_dir>/summary.csv` | one row per method, every numeric key of its metrics.json |
+| `<out_dir>/comparison.csv` | one row per (method, metric): mean, std, change, t, p, adjusted p |
+| `<plots_dir>/tradeoff.csv` | `method, MRR@k, NFaiRR@k, ARaB-tf-abs@k` (DVC plot data) |
+| `<plots_dir>/tradeoff_nfairr.png`, `tradeoff_arab.png` | fairness vs MRR, one point per method |
+| `<plots_dir>/training.png` | training loss and learning rate of every trained method |
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from pipeline import io, schemas
+from pipeline.report.plots import (
+    bucket_probability_figure,
+    save_png,
+    tradeoff_figure,
+    training_figure,
+)
+from pipeline.report.significance import ALPHA, PerQuery, compare
+from pipeline.report.tables import report_markdown, summary_frame
+
+log = logging.getLogger(__name__)
+
+TRADEOFF = ("MRR@{k}", "NFaiRR@{k}", "ARaB-tf-abs@{k}")
+SIGMAS = (0.5, 1.0, 2.0, 3.0)  # σ values of the curriculum figure (the paper's Figure 1)
+
+
+def read_per_query(path: str | Path) -> pl.DataFrame:
+    """A `per_query.parquet` of evaluate@, validated as a keyed table (unique string query_id)."""
+    p = Path(path)
+    if not p.exists():
+        raise io.ArtifactError(f"{p}: file not found. Run `dvc repro` to evaluate the method.")
+    schema = schemas.keyed_schema("per-query metrics", pq.read_schema(p).empty_table(), "query_id")
+    return io.read_table(p, schema)
+
+
+def load_per_query(eval_dir: str | Path, method: str) -> PerQuery:
+    """One method's per-query metrics: its frame, or `seed → frame` from `seed-<n>/` folders."""
+    folder = Path(eval_dir) / method
+    single = folder / "per_query.parquet"
+    if single.exists():
+        return read_per_query(single)
+    seeds = sorted(folder.glob("seed-*/per_query.parquet"))
+    if not seeds:
+        raise io.ArtifactError(
+            f"{single}: file not found (nor {folder}/seed-<n>/per_query.parquet). "
+            f"Run `dvc repro` so that evaluate@{method} writes it."
+        )
+    return {int(p.parent.name.removeprefix("seed-")): read_per_query(p) for p in seeds}
+
+
+def read_curve(path: str | Path) -> pl.DataFrame:
+    """A training curve CSV (`step, loss, lr`) written by train@."""
+    p = Path(path)
+    if not p.exists():
+        raise io.ArtifactError(f"{p}: file not found. Run `dvc repro` to train the method.")
+    frame = pl.read_csv(
+        p, schema_overrides={"step": pl.Int64, "loss": pl.Float64, "lr": pl.Float64}
+    )
+    out = pl.from_arrow(schemas.validate(frame.to_arrow(), schemas.CURVE, str(p)))
+    assert isinstance(out, pl.DataFrame)
+    return out
+
+
+def tradeoff_frame(cmp: pl.DataFrame, k: int) -> pl.DataFrame:
+    """`method, MRR@k, NFaiRR@k, ARaB-tf-abs@k` (means over seeds) from a comparison frame."""
+    cols = [c.format(k=k) for c in TRADEOFF]
+    wide = (
+        cmp.filter(pl.col("metric").is_in(cols))
+        .pivot(on="metric", index="method", values="mean", aggregate_function="first")
+        .with_columns(pl.lit(None, pl.Float64).alias(c) for c in cols if c not in cmp["metric"])
+    )
+    return wide.select("method", *cols)
+
+
+def build_curriculum_figure(
+    triples_path: str | Path,
+    doc_scores_path: str | Path,
+    out_dir: str | Path,
+    *,
+    psi: str = "tf_abs",
+    n_buckets: int = 10,
+    direction: str = "low_to_high",
+    mu: float | None = None,
+    sigmas: Sequence[float] = SIGMAS,
+) -> list[Path]:
+    """The curriculum paper's Figure 1 for this data: bucket probabilities of the training
+    triples (Ψ of the positive) for several σ → `<out_dir>/bucket_probability.{csv,png}`."""
+    from pipeline.ordering import bucket_probabilities
+    from pipeline.ordering.common import with_positive_psi
+
+    triples = io.read_table(triples_path, schemas.TRIPLES)
+    doc_scores = io.read_table(doc_scores_path, schemas.DOC_SCORES)
+    values = with_positive_psi(triples, doc_scores, psi)["psi"].to_numpy()
+    frame = bucket_probabilities(values, sigmas, n_buckets, direction, mu)
+    out = Path(out_dir)
+    io.write_text(frame.write_csv(float_precision=6), out / "bucket_probability.csv")
+    save_png(bucket_probability_figure(frame), out / "bucket_probability.png")
+    return [out / "bucket_probability.csv", out / "bucket_probability.png"]
+
+
+def _tradeoff_plots(
+    cmp: pl.DataFrame, k: int, plots_dir: Path, baseline: str, reference: Collection[str]
+) -> list[Path]:
+    points = tradeoff_frame(cmp, k)
+    io.write_text(points.write_csv(float_precision=6), plots_dir / "tradeoff.csv")
+    written = [plots_dir / "tradeoff.csv"]
+    mrr = f"MRR@{k}"
+    for name, fair in (("nfairr", f"NFaiRR@{k}"), ("arab", f"ARaB-tf-abs@{k}")):
+        if points[fair].null_count() == points.height:
+            log.warning("no %s values; %s trade-off plot skipped", fair, name)
+            continue
+        fig = tradeoff_figure(points, mrr, fair, baseline=baseline, reference=reference)
+        save_png(fig, plots_dir / f"tradeoff_{name}.png")
+        written.append(plots_dir / f"tradeoff_{name}.png")
+    return written
+
+
+def _figures(
+    cmp: pl.DataFrame,
+    cutoffs: Sequence[int],
+    plots_dir: Path,
+    train_dir: str | Path | None,
+    baseline: str,
+    reference: Sequence[str],
+) -> list[Path]:
+    """Trade-off data and scatters at @10 (else the first cut-off), and the training curves."""
+    k = 10 if 10 in cutoffs else cutoffs[0]
+    written = _tradeoff_plots(cmp, k, plots_dir, baseline, reference)
+    if train_dir is not None:
+        trained = [m for m in dict.fromkeys(cmp["method"].to_list()) if m not in reference]
+        curves = {m: read_curve(Path(train_dir) / f"{m}.csv") for m in trained}
+        save_png(training_figure(curves), plots_dir / "training.png")
+        written.append(plots_dir / "training.png")
+    return written
+
+
+def build_report(
+    method_names: Sequence[str],
+    eval_dir: str | Path,
+    out_dir: str | Path,
+    cutoffs: Sequence[int],
+    baseline: str,
+    *,
+    reference: Sequence[str] = ("bm25",),
+    info: Mapping[str, str] | None = None,
+    plots_dir: str | Path | None = None,
+    train_dir: str | Path | None = None,
+    alpha: float = ALPHA,
+) -> list[Path]:
+    """Write the summary tables (and, with `plots_dir`, the figures); return the paths written.
+
+    `method_names` fixes the row order (take it from params, not a glob: removed methods leave
+    stale folders); `baseline` is the method every other one is compared with; `reference`
+    rows (the first-stage ranking) are shown but not compared.
+    """
+    out, written = Path(out_dir), []
+    metrics = {m: io.read_json(Path(eval_dir) / m / "metrics.json") for m in method_names}
+    per_query = {m: load_per_query(eval_dir, m) for m in method_names}
+    cmp = compare(per_query, baseline, reference=reference, alpha=alpha)
+    first = metrics[method_names[0]]
+    full_info = {k: str(first[k]) for k in ("tokenizer", "lexicon") if k in first} | dict(
+        info or {}
+    )
+    md = report_markdown(cmp, cutoffs, baseline, reference=reference, info=full_info, alpha=alpha)
+    io.write_text(md, out / "summary.md")
+    io.write_text(summary_frame(metrics).write_csv(float_precision=6), out / "summary.csv")
+    io.write_text(cmp.write_csv(float_precision=6), out / "comparison.csv")
+    written += [out / "summary.md", out / "summary.csv", out / "comparison.csv"]
+    if plots_dir is not None:
+        written += _figures(cmp, cutoffs, Path(plots_dir), train_dir, baseline, reference)
+    log.info(
+        "report: %d methods vs %r → %s", len(method_names), baseline, ", ".join(map(str, written))
+    )
+    return written

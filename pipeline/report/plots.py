@@ -1,0 +1,296 @@
+"""Figures of the report (matplotlib, Agg, no pyplot state): trade-off scatter, training curves,
+curriculum bucket probabilities and parameter sweeps. Every figure function is pure (frames in,
+`Figure` out); `save_png` writes a figure atomically.
+
+Axis labels carry the metric's direction (`axis_label`): `MRR@10 ↑`, `NFaiRR@10 ↑ fairer`,
+`|ARaB-tf|@10 ↓ fairer`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
+from matplotlib.transforms import Bbox
+
+from pipeline import io
+
+# Fairness direction of each metric family; effectiveness metrics only get an arrow.
+_FAIRER_UP = ("NFaiRR", "AWRF", "nDCGxAWRF")
+_FAIRER_DOWN = ("LIWC", "gap-abs")
+_BETTER_UP = ("MRR", "nDCG")
+_PARAM_NAMES = {
+    "lambda": "λ",
+    "lambda_pos": "λ⁺",
+    "lambda_neg": "λ⁻",
+    "sigma": "σ",
+    "n_buckets": "number of buckets",
+    "mu": "μ",
+}
+# Label offsets (points) tried in turn: 8 directions at growing distances from the point.
+_OFFSETS = tuple(
+    (r * math.cos(math.radians(a)), r * math.sin(math.radians(a)))
+    for r in (9.0, 20.0, 32.0, 46.0)
+    for a in (30, -30, 150, -150, 90, -90, 0, 180)
+)
+_PALETTE = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9")  # no grey (C7): reference
+
+
+def axis_label(metric: str) -> str:
+    """`metric` with its direction: `MRR@10 ↑`, `NFaiRR@10 ↑ fairer`, `|ARaB-tf|@10 ↓ fairer`."""
+    base, _, k = metric.partition("@")
+    at = f"@{k}" if k else ""
+    if base.startswith("ARaB") and base.endswith("-abs"):
+        return f"|{base.removesuffix('-abs')}|{at} ↓ fairer"
+    if base.startswith("ARaB") or base == "gap-mean":
+        return f"{metric} →0 fairer"
+    if base in _FAIRER_UP:
+        return f"{metric} ↑ fairer"
+    if base in _FAIRER_DOWN:
+        return f"{metric} ↓ fairer"
+    if base in _BETTER_UP:
+        return f"{metric} ↑"
+    return metric
+
+
+def param_label(param: str) -> str:
+    """Axis label of a swept parameter: `methods.*.lambda` → `λ (methods.*.lambda)`."""
+    leaf = param.rsplit(".", 1)[-1]
+    name = _PARAM_NAMES.get(leaf)
+    return f"{name} ({param})" if name else param
+
+
+def save_png(fig: Figure, path: str | Path, dpi: int = 150) -> None:
+    """Write `fig` as PNG atomically (temporary file, then rename)."""
+    with io.atomic_path(path, ".png") as tmp:
+        fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight")
+
+
+def _label_points(
+    ax: Axes,
+    xs: Sequence[float],
+    ys: Sequence[float],
+    labels: Sequence[str],
+    colors: Sequence[str],
+) -> None:
+    """Write each label next to its point (in the point's colour, with a thin leader line) at
+    the first offset where it overlaps no earlier label, no other point and stays inside the
+    axes; failing that, where it overlaps least. Call it once the axis limits are final."""
+    fig = ax.get_figure()
+    assert isinstance(fig, Figure)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    points = [_point_box(ax, x, y) for x, y in zip(xs, ys, strict=True)]
+    inside = ax.get_window_extent(renderer)
+    taken: list[Bbox] = []
+    for i, (x, y, text, color) in enumerate(zip(xs, ys, labels, colors, strict=True)):
+        others = taken + points[:i] + points[i + 1 :]
+        best: tuple[float, tuple[float, float]] | None = None
+        for dx, dy in _OFFSETS:
+            box = _text_box(ax, renderer, text, (x, y), (dx, dy))
+            cost = sum(_overlap(box, b) for b in others) + (0.0 if _contains(inside, box) else 1e6)
+            if best is None or cost < best[0]:
+                best = (cost, (dx, dy))
+            if cost == 0:
+                break
+        assert best is not None
+        dx, dy = best[1]
+        ann = ax.annotate(
+            text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=9, color=color,
+            ha=_ha(dx), va="center",
+            arrowprops={"arrowstyle": "-", "color": color, "lw": 0.6, "shrinkA": 1, "shrinkB": 4},
+        )  # fmt: skip
+        taken.append(_text_box(ax, renderer, text, (x, y), (dx, dy)))
+        del ann
+
+
+def _ha(dx: float) -> str:
+    return "left" if dx > 1 else "right" if dx < -1 else "center"
+
+
+def _text_box(
+    ax: Axes, renderer: Any, text: str, xy: tuple[float, float], offset: tuple[float, float]
+) -> Bbox:
+    """Display-space box of `text` placed at `offset` points from `xy` (not drawn)."""
+    probe = ax.annotate(
+        text,
+        xy,
+        xytext=offset,
+        textcoords="offset points",
+        fontsize=9,
+        ha=_ha(offset[0]),
+        va="center",
+    )
+    probe.update_positions(renderer)
+    box = Text.get_window_extent(probe, renderer)
+    probe.remove()
+    return box
+
+
+def _overlap(a: Bbox, b: Bbox) -> float:
+    w = min(a.x1, b.x1) - max(a.x0, b.x0)
+    h = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return max(w, 0.0) * max(h, 0.0)
+
+
+def _contains(outer: Bbox, inner: Bbox) -> bool:
+    return bool(
+        outer.x0 <= inner.x0
+        and inner.x1 <= outer.x1
+        and outer.y0 <= inner.y0
+        and inner.y1 <= outer.y1
+    )
+
+
+def _point_box(ax: Axes, x: float, y: float, half: float = 4.0) -> Bbox:
+    px, py = ax.transData.transform((x, y))
+    return Bbox.from_bounds(px - half, py - half, 2 * half, 2 * half)
+
+
+def tradeoff_figure(
+    points: pl.DataFrame,
+    x: str,
+    y: str,
+    *,
+    baseline: str | None = None,
+    reference: Collection[str] = (),
+    title: str | None = None,
+) -> Figure:
+    """Scatter of `y` (fairness) against `x` (effectiveness), one labelled point per method.
+
+    `points` has a `method` column and the columns `x`, `y`; rows with a null are dropped. The
+    baseline is drawn as a square, reference rows (the first-stage ranking) in grey.
+    """
+    data = points.select("method", x, y).drop_nulls()
+    fig = Figure(figsize=(5.5, 4.2))
+    ax = fig.add_subplot()
+    colors: list[str] = []
+    for row in data.iter_rows(named=True):
+        m = row["method"]
+        color = "0.45" if m in reference else _PALETTE[sum(c != "0.45" for c in colors) % 9]
+        marker = "D" if m in reference else "s" if m == baseline else "o"
+        ax.scatter([row[x]], [row[y]], s=46, marker=marker, color=color, alpha=0.85, zorder=3)
+        colors.append(color)
+    ax.margins(x=0.25, y=0.2)
+    ax.autoscale_view()
+    ax.set_xlim(ax.get_xlim())
+    ax.set_ylim(ax.get_ylim())
+    _label_points(ax, data[x].to_list(), data[y].to_list(), data["method"].to_list(), colors)
+    _marker_legend(ax, baseline, reference)
+    ax.set_xlabel(axis_label(x))
+    ax.set_ylabel(axis_label(y))
+    ax.set_title(title or f"{axis_label(y).split(' ')[0]} vs {x}", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    return fig
+
+
+def _marker_legend(ax: Axes, baseline: str | None, reference: Collection[str]) -> None:
+    handles = [Line2D([], [], marker="o", linestyle="", color="0.2", label="method")]
+    if baseline is not None:
+        handles.append(Line2D([], [], marker="s", linestyle="", color="0.2", label="baseline"))
+    if reference:
+        handles.append(Line2D([], [], marker="D", linestyle="", color="0.45", label="first stage"))
+    ax.legend(handles=handles, fontsize=7, loc="best", framealpha=0.7)
+
+
+def training_figure(curves: Mapping[str, pl.DataFrame]) -> Figure:
+    """Training loss (top) and learning rate (bottom) against step, one line per method.
+
+    Each curve has the columns `step, loss, lr` (the `plots/train/<method>.csv` of train@).
+    """
+    fig = Figure(figsize=(6.5, 5.0))
+    loss_ax, lr_ax = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1))
+    for i, (method, curve) in enumerate(curves.items()):
+        loss_ax.plot(curve["step"], curve["loss"], label=method, color=f"C{i}", linewidth=1.2)
+        lr_ax.plot(curve["step"], curve["lr"], color=f"C{i}", linewidth=1.0)
+    loss_ax.set_ylabel("training loss ↓")
+    loss_ax.legend(fontsize=8)
+    loss_ax.grid(True, alpha=0.3)
+    lr_ax.set_ylabel("learning rate")
+    lr_ax.set_xlabel("step")
+    lr_ax.grid(True, alpha=0.3)
+    return fig
+
+
+def bucket_probability_figure(frame: pl.DataFrame) -> Figure:
+    """The curriculum's bucket probabilities (SPEC §6.1, the paper's Figure 1), one line per σ.
+
+    `frame` is tidy: `sigma, bucket, psi_mean, probability` (bucket 0 holds the lowest Ψ).
+    """
+    fig = Figure(figsize=(6.0, 4.0))
+    ax = fig.add_subplot()
+    for (sigma,), part in frame.sort("sigma", "bucket").group_by("sigma", maintain_order=True):
+        ax.plot(
+            part["bucket"], part["probability"], marker="o", markersize=3, label=f"σ = {sigma:g}"
+        )
+    ax.set_xlabel("bucket (sorted by mean Ψ of the positive, low → high)")
+    ax.set_ylabel("probability of drawing the bucket")
+    ax.legend(title="Gaussian width", fontsize=8)
+    ax.grid(True, alpha=0.3)
+    return fig
+
+
+def sweep_figure(
+    frame: pl.DataFrame,
+    metrics: Sequence[str],
+    param: str,
+    *,
+    flat: pl.DataFrame | None = None,
+    logx: bool = False,
+) -> Figure:
+    """One panel per metric: the metric against the swept parameter, one line per method.
+
+    `frame` is `pipeline.report.sweeps.sweep_frame`'s output: `method, x, x_num` and the metric
+    columns. Non-numeric values of the parameter (e.g. `n_buckets: all`) make the axis
+    categorical, ordered numbers first. `flat` (`method` and the metric columns) adds a dashed
+    horizontal line per row: methods the parameter does not apply to, e.g. the baseline.
+    """
+    numeric = frame["x_num"].null_count() == 0
+    order = _x_order(frame)
+    fig = Figure(figsize=(4.2 * len(metrics), 3.6), layout="constrained")
+    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+    for ax, metric in zip(axes, metrics, strict=True):
+        for i, ((method,), part) in enumerate(frame.group_by("method", maintain_order=True)):
+            part = part.filter(pl.col(metric).is_not_null())
+            part = part.with_columns(pl.col("x").replace_strict(order, default=None).alias("_pos"))
+            part = part.sort("_pos")
+            xs = part["x_num"] if numeric else part["_pos"]
+            ax.plot(xs, part[metric], marker="o", markersize=4, label=str(method), color=f"C{i}")
+        _flat_lines(ax, flat, metric)
+        if logx and numeric:
+            ax.set_xscale("log")
+        if numeric:
+            ax.set_xticks(sorted(set(frame["x_num"].to_list())), sorted(order, key=float))
+            ax.minorticks_off()
+        else:
+            ax.set_xticks(range(len(order)), list(order))
+        ax.set_xlabel(param_label(param))
+        ax.set_ylabel(axis_label(metric))
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(fontsize=8)
+    return fig
+
+
+def _flat_lines(ax: Axes, flat: pl.DataFrame | None, metric: str) -> None:
+    for j, row in enumerate((flat if flat is not None else pl.DataFrame()).iter_rows(named=True)):
+        if row.get(metric) is not None:
+            ax.axhline(
+                row[metric],
+                linestyle="--",
+                linewidth=1,
+                color=f"{0.2 + 0.2 * j:.1f}",
+                label=f"{row['method']} (not swept)",
+            )
+
+
+def _x_order(frame: pl.DataFrame) -> dict[str, int]:
+    values = frame.select("x", "x_num").unique()
+    ordered = values.sort(pl.col("x_num").is_null(), "x_num", "x")["x"].to_list()
+    return {v: i for i, v in enumerate(ordered)}

@@ -1,0 +1,301 @@
+"""Parameter sweeps from `dvc exp show --json`: λ / σ / bucket-count plots.
+
+```bash
+dvc exp run -S 'methods.penalty_irrelevant.lambda=0.1,0.5,1,2,5' --queue && dvc queue start
+dvc exp show --json > exps.json
+python -m pipeline.report.sweeps exps.json --out-dir plots/sweeps
+```
+
+`dvc exp show --json` prints a list of commits (`rev`, `name`, `data`, `error`,
+`experiments`); `data` holds `params` (`{"params.yaml": {"data": {...}}}`) and `metrics`
+(`{"metrics/<method>.json": {"data": {...}}}`); `experiments` is a list of ranges, each with
+`revs` (experiments shaped like a commit) and an `executor` (`state`: queued, running,
+success, failed, or null for a finished one). Queued, running and failed experiments (and
+any with an `error`) are skipped: a failed experiment still shows the metrics of its base
+commit. The workspace row is skipped unless asked for.
+
+A parameter named `methods.*.<key>` is per method: a method's point uses its own
+`methods.<method>.<key>`, methods without that key are left out. Any other parameter is
+shared: every method gets a point. Experiments with the same parameter value are averaged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import yaml
+
+from pipeline import io
+from pipeline.report.plots import save_png, sweep_figure
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PARAMS = ("methods.*.lambda", "curriculum.sigma", "curriculum.n_buckets")
+DEFAULT_METRICS = ("MRR@10", "NFaiRR@10")
+SKIP_STATES = frozenset({"queued", "running", "failed"})
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One finished experiment (or commit): flat params and `method → metric → value`."""
+
+    rev: str
+    name: str
+    params: dict[str, Any]
+    metrics: dict[str, dict[str, float]]
+
+
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`{"a": {"b": 1}}` → `{"a.b": 1}` (lists and scalars are leaves)."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, path + "."))
+        else:
+            out[path] = value
+    return out
+
+
+def _files(section: Mapping[str, Any] | None) -> Iterable[tuple[str, Mapping[str, Any]]]:
+    for path, result in (section or {}).items():
+        data = result.get("data") if isinstance(result, Mapping) else None
+        if isinstance(data, Mapping) and not result.get("error"):
+            yield path, data
+
+
+def _experiment(state: Mapping[str, Any]) -> Experiment | None:
+    data = state.get("data")
+    if state.get("error") or not isinstance(data, Mapping):
+        return None
+    params: dict[str, Any] = {}
+    for _, values in _files(data.get("params")):
+        params.update(flatten(values))
+    metrics = {
+        Path(path).stem: {k: float(v) for k, v in values.items() if _number(v)}
+        for path, values in _files(data.get("metrics"))
+    }
+    if not metrics:
+        return None
+    return Experiment(
+        str(state.get("rev")), str(state.get("name") or state.get("rev")), params, metrics
+    )
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def experiments(doc: Sequence[Mapping[str, Any]], workspace: bool = False) -> list[Experiment]:
+    """The finished experiments and commits of a `dvc exp show --json` document, deduplicated
+    by rev (skipped: queued/running/failed ones, errors, the workspace unless `workspace`)."""
+    if not isinstance(doc, Sequence) or isinstance(doc, str | bytes):
+        raise ValueError("expected the JSON list that `dvc exp show --json` prints")
+    states: list[Mapping[str, Any]] = []
+    for commit in doc:
+        if commit.get("rev") != "workspace" or workspace:
+            states.append(commit)
+        for rng in commit.get("experiments") or []:
+            state = (rng.get("executor") or {}).get("state")
+            if state in SKIP_STATES:
+                log.info("skipping %s experiment %s", state, rng.get("name"))
+                continue
+            states.extend(rng.get("revs") or [])
+    out: dict[str, Experiment] = {}
+    for s in states:
+        exp = _experiment(s)
+        if exp is not None:
+            out.setdefault(exp.rev, exp)
+    return list(out.values())
+
+
+def _x_of(exp: Experiment, param: str, method: str) -> Any:
+    if param.startswith("methods.*."):
+        return exp.params.get(f"methods.{method}.{param.removeprefix('methods.*.')}")
+    return exp.params.get(param)
+
+
+def _points(
+    exps: Sequence[Experiment],
+    param: str,
+    metrics: Sequence[str],
+    methods: Sequence[str] | None,
+    where: Mapping[str, Any],
+) -> list[dict[str, Any]]:
+    """One row per (experiment, method) that has a value of `param`."""
+    rows = []
+    for exp in exps:
+        if any(exp.params.get(k) != v for k, v in where.items()):
+            continue
+        for method, values in exp.metrics.items():
+            x = _x_of(exp, param, method)
+            if x is None or (methods is not None and method not in methods):
+                continue
+            num = float(x) if _number(x) else None
+            text = f"{x:g}" if num is not None else str(x)
+            rows.append(
+                {"method": method, "x": text, "x_num": num} | {m: values.get(m) for m in metrics}
+            )
+    return rows
+
+
+def sweep_frame(
+    exps: Sequence[Experiment],
+    param: str,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    *,
+    methods: Sequence[str] | None = None,
+    where: Mapping[str, Any] | None = None,
+) -> pl.DataFrame:
+    """`method, x, x_num, <metrics>, n_experiments`: each metric's mean per (method, value).
+
+    `x` is the parameter value as text, `x_num` its number (null for e.g. `all`); `where`
+    keeps only experiments whose flat params equal the given values.
+    """
+    rows = _points(exps, param, metrics, methods, where or {})
+    schema = {
+        "method": pl.Utf8,
+        "x": pl.Utf8,
+        "x_num": pl.Float64,
+        **dict.fromkeys(metrics, pl.Float64),
+    }
+    frame = pl.DataFrame(rows, schema=schema)
+    order = list(dict.fromkeys(methods or frame["method"].to_list()))
+    return (
+        frame.group_by("method", "x", maintain_order=True)
+        .agg(
+            pl.col("x_num").first(),
+            *(pl.col(m).mean() for m in metrics),
+            pl.len().alias("n_experiments"),
+        )
+        .with_columns(
+            pl.col("method")
+            .replace_strict(order, list(range(len(order))), default=None)
+            .alias("_o")
+        )
+        .sort("_o", "x_num", "x", nulls_last=True)
+        .drop("_o")
+    )
+
+
+def flat_frame(
+    exps: Sequence[Experiment],
+    param: str,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    *,
+    methods: Sequence[str] | None = None,
+    where: Mapping[str, Any] | None = None,
+) -> pl.DataFrame:
+    """For a per-method parameter (`methods.*.<key>`): `method, <metrics>` means of the methods
+    that lack the key (e.g. `baseline` in a λ sweep), drawn as dashed reference lines."""
+    schema = {"method": pl.Utf8, **dict.fromkeys(metrics, pl.Float64)}
+    rows = []
+    for exp in exps if param.startswith("methods.*.") else []:
+        if any(exp.params.get(k) != v for k, v in (where or {}).items()):
+            continue
+        for method, values in exp.metrics.items():
+            keep = methods is None or method in methods
+            if (
+                keep
+                and _x_of(exp, param, method) is None
+                and f"methods.{method}.loss" in exp.params
+            ):
+                rows.append({"method": method} | {m: values.get(m) for m in metrics})
+    frame = pl.DataFrame(rows, schema=schema)
+    return frame.group_by("method", maintain_order=True).agg(pl.col(m).mean() for m in metrics)
+
+
+def slug(param: str) -> str:
+    """File stem of a parameter: `methods.*.lambda` → `lambda`, `curriculum.sigma` → `sigma`."""
+    return (
+        param.removeprefix("methods.*.")
+        .removeprefix("curriculum.")
+        .replace(".", "_")
+        .replace("*", "all")
+    )
+
+
+def write_sweeps(
+    exps: Sequence[Experiment],
+    out_dir: str | Path,
+    params: Sequence[str] = DEFAULT_PARAMS,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    **kwargs: Any,
+) -> list[Path]:
+    """For each parameter with at least two values: `<out_dir>/<slug>.csv` and `.png`."""
+    logx = bool(kwargs.pop("logx", False))
+    written = []
+    for param in params:
+        frame = sweep_frame(exps, param, metrics, **kwargs)
+        if frame["x"].n_unique() < 2:
+            log.warning("%s: fewer than two values among %d experiments; no plot", param, len(exps))
+            continue
+        base = Path(out_dir) / slug(param)
+        io.write_text(frame.write_csv(float_precision=6), base.with_suffix(".csv"))
+        flat = flat_frame(exps, param, metrics, **kwargs)
+        fig = sweep_figure(frame, metrics, param, flat=flat, logx=logx)
+        save_png(fig, base.with_suffix(".png"))
+        written += [base.with_suffix(".csv"), base.with_suffix(".png")]
+        log.info("%s: %d points → %s.{csv,png}", param, frame.height, base)
+    return written
+
+
+def _where(items: Sequence[str]) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--where {item!r}: expected key=value, e.g. curriculum.n_buckets=10")
+        out[key] = yaml.safe_load(value)
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.report.sweeps",
+        description=(__doc__ or "").split("\n")[0],
+        epilog="e.g. dvc exp show --json > exps.json && python -m pipeline.report.sweeps exps.json",
+    )
+    parser.add_argument("json", help="output of `dvc exp show --json` (a file, or - for stdin)")
+    for flag, default, what in (
+        ("--param", list(DEFAULT_PARAMS), "swept parameter; methods.*.<key> is per method"),
+        ("--metric", list(DEFAULT_METRICS), "metric key of metrics/<method>.json"),
+        ("--method", "all", "only these methods"),
+        ("--where", "none", "keep experiments whose param equals a value: key=value"),
+    ):
+        parser.add_argument(flag, action="append", help=f"{what} (repeatable; default {default})")
+    parser.add_argument("--out-dir", default="plots/sweeps", help="output folder (plots/sweeps)")
+    parser.add_argument("--workspace", action="store_true", help="include the workspace row")
+    parser.add_argument("--logx", action="store_true", help="log-scale x axis (for λ grids)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI: read the JSON, write `<out-dir>/<param>.{csv,png}`; 1 on unreadable input."""
+    ns = _parser().parse_args(argv)
+    logging.basicConfig(level="INFO", format="%(levelname)s %(name)s: %(message)s")
+    try:
+        text = sys.stdin.read() if ns.json == "-" else Path(ns.json).read_text(encoding="utf-8")
+        exps = experiments(json.loads(text), workspace=ns.workspace)
+        params, metrics = ns.param or DEFAULT_PARAMS, ns.metric or DEFAULT_METRICS
+        where = _where(ns.where or [])
+        written = write_sweeps(
+            exps, ns.out_dir, params, metrics, methods=ns.method, where=where, logx=ns.logx
+        )
+    except (OSError, ValueError) as e:
+        log.error("%s", e)
+        return 1
+    log.info("%d experiments, %d files written under %s", len(exps), len(written), ns.out_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

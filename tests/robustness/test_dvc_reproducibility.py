@@ -1,0 +1,131 @@
+"""The tiny DVC profile end to end: deterministic, seed-sensitive, and a failed stage loses
+nothing (earlier outputs and lock entries intact; after the fix DVC resumes at that stage).
+
+A second fresh repository is reproduced once per module (the session's `tiny_repo` is the
+first); each test works on a copy of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.stages.conftest import ROOT, make_repo, run
+
+pytestmark = pytest.mark.slow
+Dvc = Callable[..., subprocess.CompletedProcess[str]]
+COMPARED = ("runs/*.parquet", "runs/*.trec", "metrics/*.json")
+
+
+@pytest.fixture(scope="module")
+def fresh_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny profile reproduced in a second, fresh repository (another path)."""
+    repo = make_repo(tmp_path_factory.mktemp("fresh"), ROOT / "tests/data/params_tiny.yaml")
+    run([sys.executable, "-m", "dvc", "repro", "-q"], repo)
+    return repo
+
+
+def _ran(output: str) -> list[str]:
+    return re.findall(r"Running stage '([^']+)'", output)
+
+
+def _acted(output: str) -> list[str]:
+    """Stages `dvc repro` ran or restored from the cache (the others "didn't change")."""
+    return re.findall(r"(?:Running stage|Stage) '([^']+)'(?::| is cached)", output)
+
+
+def _outs(lock: dict[str, Any]) -> dict[str, str]:
+    """Every output path in a dvc.lock → its md5 (directories: md5 of the listing)."""
+    return {
+        out["path"]: out["md5"]
+        for stage in lock["stages"].values()
+        for out in stage.get("outs", [])
+    }
+
+
+def _committed(repo: Path, path: str, md5: str) -> bytes:
+    """The committed bytes of `path`: from the DVC cache, or from git for `cache: false`."""
+    cached = repo / ".dvc/cache/files/md5" / md5[:2] / md5[2:]
+    if cached.is_file():
+        return cached.read_bytes()
+    return run(["git", "show", f"HEAD:{path}"], repo).stdout.encode()
+
+
+def _digests(repo: Path, folders: tuple[str, ...]) -> dict[str, str]:
+    return {
+        str(p.relative_to(repo)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for folder in folders
+        for p in sorted((repo / folder).rglob("*"))
+        if p.is_file()
+    }
+
+
+def _set_param(repo: Path, section: str, key: str, value: object) -> None:
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params[section][key] = value
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def test_same_seed_gives_byte_identical_outputs(tiny_repo: Path, fresh_repo: Path) -> None:
+    head = yaml.safe_load(run(["git", "show", "HEAD:dvc.lock"], tiny_repo).stdout)
+    first, second = _outs(head), _outs(yaml.safe_load((fresh_repo / "dvc.lock").read_text()))
+    assert second == first  # every output of every stage, models included
+    files = sorted({p for pattern in COMPARED for p in fresh_repo.glob(pattern)})
+    assert len([p for p in files if p.suffix == ".parquet"]) >= 2
+    for path in files:
+        rel = str(path.relative_to(fresh_repo))
+        assert path.read_bytes() == _committed(tiny_repo, rel, first[rel]), rel
+
+
+def test_other_seed_changes_the_run(fresh_repo: Path, tmp_path: Path, dvc: Dvc) -> None:
+    repo = tmp_path / "seed"
+    shutil.copytree(fresh_repo, repo)
+    seed = yaml.safe_load((repo / "params.yaml").read_text())["train"]["seed"]
+    _set_param(repo, "train", "seed", seed + 1)
+    upstream = _digests(repo, ("data",))
+    out = dvc(repo, "repro", "evaluate@baseline")
+    ran = _ran(out.stdout)
+    assert {"train@baseline", "rerank@baseline", "evaluate@baseline"} <= set(ran), out.stdout
+    assert not {"extract", "score", "candidates"} & set(ran)
+    for name in ("runs/baseline.parquet", "runs/baseline.trec", "metrics/baseline.json"):
+        assert (repo / name).read_bytes() != (fresh_repo / name).read_bytes(), name
+    changed = {k for k, v in _digests(repo, ("data",)).items() if upstream.get(k) != v}
+    assert all(k.startswith("data/order/") for k in changed), changed
+
+
+def test_failed_stage_loses_nothing_and_repro_resumes_there(
+    fresh_repo: Path, tmp_path: Path, dvc: Dvc
+) -> None:
+    repo = tmp_path / "fail"
+    shutil.copytree(fresh_repo, repo)
+    lock_before = yaml.safe_load((repo / "dvc.lock").read_text())["stages"]
+    files_before = _digests(repo, ("data", "models", "runs", "metrics"))
+    target = yaml.safe_load((repo / "params.yaml").read_text())["evaluate"]["awrf_target"]
+    _set_param(repo, "evaluate", "awrf_target", "bogus")  # read by the evaluate stages only
+    failed = dvc(repo, "repro", check=False)
+    assert failed.returncode != 0
+    assert "awrf_target" in failed.stderr and "'bogus'" in failed.stderr, failed.stderr
+    ran = _ran(failed.stdout)
+    assert ran and all(s.startswith("evaluate") for s in ran), failed.stdout
+    broken = ran[-1]
+    lock_after = yaml.safe_load((repo / "dvc.lock").read_text())["stages"]
+    assert lock_after == lock_before  # a failed stage writes no lock entry
+    after = _digests(repo, ("data", "models", "runs"))
+    assert after == {k: v for k, v in files_before.items() if not k.startswith("metrics/")}
+    _set_param(repo, "evaluate", "awrf_target", target)
+    fixed = dvc(repo, "repro")
+    # only the failed stage is redone; its lock entry still matches, so DVC restores its
+    # outputs from the cache instead of recomputing them
+    assert _acted(fixed.stdout) == [broken], fixed.stdout
+    assert _digests(repo, ("data", "models", "runs", "metrics")) == files_before
+    assert yaml.safe_load((repo / "dvc.lock").read_text())["stages"] == lock_before
+    assert "up to date" in dvc(repo, "status").stdout

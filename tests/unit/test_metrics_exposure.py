@@ -1,0 +1,164 @@
+"""Group exposure (SPEC §4.6): hand-computed 3-document examples."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline.metrics import METRICS, EvalInputs
+from pipeline.metrics.awrf import awrf
+from pipeline.metrics.exposure import (
+    awrf_alignments,
+    discount,
+    expected_exposure,
+    exposure,
+    exposure_scores,
+    ideal_exposure,
+    intersect,
+    one_hot,
+    plackett_luce,
+    system_exposure,
+)
+from pipeline.metrics.inputs import AwrfTarget
+
+D3 = 1 / math.log2(3)  # discount at rank 3; ranks 1 and 2 both discount 1
+RUN = pl.DataFrame(
+    {"query_id": ["q"] * 3, "doc_id": ["a", "b", "c"], "score": [3.0, 2.0, 1.0], "rank": [1, 2, 3]}
+)
+QRELS = pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "relevance": [1]})
+# Two dimensions; c is unknown on both (Unknown is a real group).
+DIMS = pl.DataFrame(
+    {
+        "doc_id": ["a", "a", "a", "b", "b", "c", "c"],
+        "dimension": ["gender", "region", "region", "gender", "region", "gender", "region"],
+        "group": ["F", "EU", "AS", "M", "EU", "Unknown", "Unknown"],
+        "weight": [1.0, 0.5, 0.5, 1.0, 1.0, 1.0, 1.0],
+    }
+)
+
+
+def jsd(p: np.ndarray, q: np.ndarray) -> float:
+    m = (p + q) / 2
+    kl = lambda x: sum(xi * math.log(xi / mi) for xi, mi in zip(x, m, strict=True) if xi > 0)  # noqa: E731
+    return 0.5 * kl(p) + 0.5 * kl(q)
+
+
+def test_discount_and_ideal_exposure_by_hand() -> None:
+    assert discount(np.array([1, 2, 3])) == pytest.approx([1, 1, D3])
+    # one relevant doc first; the two non-relevant share positions 2 and 3
+    assert ideal_exposure(np.array([1.0, 0, 0]), 20) == pytest.approx(
+        [1, (1 + D3) / 2, (1 + D3) / 2]
+    )
+    assert ideal_exposure(np.array([0.0, 1, 1]), 20) == pytest.approx([D3, 1, 1])
+    # length 2: position 3 is never shown
+    assert ideal_exposure(np.array([1.0, 0, 0]), 2) == pytest.approx([1, 0.5, 0.5])
+    # graded: 2 > 1 > 0
+    assert ideal_exposure(np.array([1.0, 2, 0]), 20) == pytest.approx([1, 1, D3])
+
+
+def test_intersectional_alignment_is_the_outer_product() -> None:
+    out = intersect(DIMS, ["gender", "region"])
+    assert out.rows() == [
+        ("a", "gender=F|region=AS", 0.5),
+        ("a", "gender=F|region=EU", 0.5),
+        ("b", "gender=M|region=EU", 1.0),
+        ("c", "gender=Unknown|region=Unknown", 1.0),
+    ]
+    partial = DIMS.filter(~((pl.col("doc_id") == "b") & (pl.col("dimension") == "region")))
+    assert set(intersect(partial)["doc_id"]) == {"a", "c"}
+
+
+def test_awrf_multi_dimensional_uniform_and_relevant_targets_by_hand() -> None:
+    align = intersect(DIMS)
+    # run mass per group: a → 1·(.5, .5) on F|AS, F|EU; b → 1 on M|EU; c → D3 on U|U
+    p = np.array([0.5, 0.5, 1.0, D3]) / (2 + D3)
+    out = awrf_alignments(RUN, align, [3], "uniform", QRELS)
+    assert out["AWRF@3"][0] == pytest.approx(1 - jsd(p, np.full(4, 0.25)))
+    ndcg = 1.0  # the single relevant doc is at rank 1
+    assert out["nDCGxAWRF@3"][0] == pytest.approx(ndcg * out["AWRF@3"][0])
+    # relevant target: a's vector mixed 50/50 with the mean vector of a, b, c
+    rel = np.array([0.5, 0.5, 0, 0])
+    background = np.array([0.5, 0.5, 1, 1]) / 3
+    out = awrf_alignments(RUN, align, [1, 3], "relevant", QRELS)
+    assert out["AWRF@3"][0] == pytest.approx(1 - jsd(p, 0.5 * rel + 0.5 * background))
+    assert out["AWRF@1"][0] == pytest.approx(1 - jsd(rel, 0.5 * rel + 0.5 * background))
+    assert out["awrf_skipped@1"][0] == 0
+
+
+def test_awrf_with_one_hot_alignments_matches_the_awrf_family() -> None:
+    groups = pl.DataFrame({"doc_id": ["a", "b", "c", "d"], "group": ["F", "M", "F", "N"]})
+    targets: tuple[AwrfTarget, ...] = ("uniform", "relevant")
+    for target in targets:
+        ctx = EvalInputs(RUN, QRELS, doc_groups=groups, awrf_target=target)
+        ref = awrf(ctx, (2, 3))
+        ours = awrf_alignments(RUN, one_hot(groups), [2, 3], target, QRELS)
+        for col in ("AWRF@2", "AWRF@3", "nDCGxAWRF@3"):
+            assert ours[col].to_list() == pytest.approx(ref[col].to_list()), (target, col)
+
+
+def test_plackett_luce_is_seeded_and_has_the_right_first_position_law() -> None:
+    scores = np.log(np.array([3.0, 2.0, 1.0]))
+    draws = plackett_luce(scores, 20_000, 2, 1.0, np.random.default_rng(0))
+    assert draws.shape == (20_000, 2)
+    assert np.all(draws[:, 0] != draws[:, 1])  # without replacement
+    first = np.bincount(draws[:, 0], minlength=3) / 20_000
+    assert first == pytest.approx([3 / 6, 2 / 6, 1 / 6], abs=0.01)
+    # P(second = b | first = a) = 2 / 3
+    after_a = draws[draws[:, 0] == 0, 1]
+    assert np.mean(after_a == 1) == pytest.approx(2 / 3, abs=0.015)
+    again = plackett_luce(scores, 20_000, 2, 1.0, np.random.default_rng(0))
+    assert np.array_equal(draws, again)
+    with pytest.raises(ValueError, match="temperature > 0"):
+        plackett_luce(scores, 1, 2, 0.0, np.random.default_rng(0))
+
+
+def test_uniform_policy_spreads_exposure_evenly() -> None:
+    ranks = plackett_luce(np.zeros(3), 30_000, 3, 1.0, np.random.default_rng(1))
+    assert system_exposure(ranks, 3) == pytest.approx([(2 + D3) / 3] * 3, abs=0.01)
+
+
+def test_expected_exposure_of_a_deterministic_policy_by_hand() -> None:
+    # temperature → 0: every sampled ranking is a, b, c
+    s = np.array([1, 1, D3])
+    t = np.array([1, (1 + D3) / 2, (1 + D3) / 2])
+    groups = pl.DataFrame({"doc_id": ["a", "b", "c"], "group": ["F", "M", "F"]})
+    out = expected_exposure(RUN, QRELS, one_hot(groups), n_samples=5, length=20, temperature=1e-6)
+    row = out.row(0, named=True)
+    assert row["EE-L@20"] == pytest.approx(float(np.sum((s - t) ** 2)))
+    assert row["EE-L@20"] == pytest.approx(2 * ((1 - D3) / 2) ** 2)
+    assert row["EE-D@20"] == pytest.approx(2 + D3**2)
+    assert row["EE-R@20"] == pytest.approx(1 + (1 + D3) / 2 + D3 * (1 + D3) / 2)
+    # both sum to 2 + D3; only c (group F) is under-exposed, by (1 - D3) / 2
+    under_f = ((1 - D3) / 2) / (2 + D3)
+    assert row["EUE@20"] == pytest.approx(under_f**2)
+    assert row["ee_no_relevant"] == 0
+
+
+def test_relevant_document_missing_from_the_run_gets_target_but_no_exposure() -> None:
+    qrels = pl.DataFrame({"query_id": ["q", "q"], "doc_id": ["c", "z"], "relevance": [1, 1]})
+    out = expected_exposure(RUN, qrels, None, n_samples=3, length=20, temperature=1e-6)
+    s = np.array([1, 1, D3, 0])
+    tie = (D3 + 1 / math.log2(4)) / 2  # a and b share positions 3 and 4
+    t = np.array([tie, tie, 1.0, 1.0])
+    assert out["EE-L@20"][0] == pytest.approx(float(np.sum((s - t) ** 2)))
+    assert "EUE@20" not in out.columns
+    assert exposure_scores(s, t, None)["EE-R"] == pytest.approx(float(s @ t))
+
+
+def test_exposure_family_is_registered_and_seeded() -> None:
+    assert METRICS["exposure"] is exposure
+    groups = pl.DataFrame({"doc_id": ["a", "b", "c"], "group": ["F", "M", "N"]})
+    ctx = EvalInputs(RUN, QRELS, doc_groups=groups)
+    first, second = exposure(ctx, (10,)), exposure(ctx, (10,))
+    assert first.equals(second)
+    assert set(first.columns) == {
+        "query_id",
+        "EE-L@20",
+        "EE-D@20",
+        "EE-R@20",
+        "EUE@20",
+        "ee_no_relevant",
+    }

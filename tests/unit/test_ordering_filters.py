@@ -1,0 +1,67 @@
+"""`neutral_only` and `biased_only`: which triples they keep, seeded order, empty results."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from pipeline.ordering import ORDERINGS, OrderingContext
+
+TRIPLES = pl.DataFrame(
+    {
+        "query_id": ["q1", "q1", "q2", "q2", "q3"],
+        "pos_doc_id": ["a", "b", "c", "d", "e"],
+        "neg_doc_id": ["x", "y", "z", "x", "y"],
+    }
+)
+SCORES = pl.DataFrame(
+    {
+        "doc_id": ["a", "b", "c", "d"],  # `e` unscored: Ψ = 0
+        "psi_bool": [0.0, -1.0, 1.0, 0.0],
+        "psi_tf": [0.0, -0.7, 0.0, 0.3],
+        "psi_tc": [0.0, -1.0, 0.0, 1.0],
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "psi", "kept"),
+    [
+        ("neutral_only", "bool_abs", ["a", "d", "e"]),
+        ("biased_only", "bool_abs", ["b", "c"]),
+        ("neutral_only", "tf_abs", ["a", "c", "e"]),
+        ("biased_only", "tf_abs", ["b", "d"]),
+    ],
+)
+def test_filter_keeps_exactly_the_matching_triples(name: str, psi: str, kept: list[str]) -> None:
+    out = ORDERINGS[name](TRIPLES, SCORES, OrderingContext(psi=psi, seed=0))
+    assert sorted(out["pos_doc_id"]) == kept
+    assert out["position"].to_list() == list(range(len(kept)))
+    if name == "neutral_only":
+        assert (out["psi"] == 0.0).all()
+    else:
+        assert (out["psi"] > 0.0).all()
+
+
+def test_filters_are_seeded_shuffles() -> None:
+    many = pl.DataFrame(
+        {
+            "query_id": ["q"] * 40,
+            "pos_doc_id": [f"p{i}" for i in range(40)],
+            "neg_doc_id": [f"n{i}" for i in range(40)],
+        }
+    )
+    scores = pl.DataFrame({"doc_id": ["p0"], "psi_bool": [1.0], "psi_tf": [0.1], "psi_tc": [1.0]})
+    run = ORDERINGS["neutral_only"]
+    a = run(many, scores, OrderingContext(seed=1))
+    assert a.equals(run(many, scores, OrderingContext(seed=1)))
+    assert not a.equals(run(many, scores, OrderingContext(seed=2)))
+    assert a.height == 39
+
+
+def test_nothing_left_is_a_clear_error() -> None:
+    scores = SCORES.with_columns(pl.lit(0.0).alias("psi_tc"))
+    with pytest.raises(
+        ValueError, match=r"'biased_only' keeps none of the 5 triples \(psi='tc_abs'"
+    ):
+        ORDERINGS["biased_only"](TRIPLES, scores, OrderingContext(psi="tc_abs"))

@@ -1,0 +1,164 @@
+"""The report stage body on fake evaluations: tables, comparison CSV, figures, DVC template."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pytest
+
+from pipeline import io, schemas
+from pipeline.report.build import (
+    build_curriculum_figure,
+    build_report,
+    load_per_query,
+    tradeoff_frame,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / ".dvc" / "plots" / "scatter_labelled.json"
+QIDS = [f"q{i}" for i in range(8)]
+A = [0.2, 0.4, 0.6, 0.8, 0.2, 0.4, 0.6, 0.8]  # mean 0.5
+NOISE = [0.01, -0.01] * 4
+
+
+def _per_query(mrr: list[float], nfairr: list[float | None]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "query_id": QIDS,
+            "MRR@10": mrr,
+            "NFaiRR@10": nfairr,
+            "ARaB-tf-abs@10": [0.1] * 8,
+            "nfairr_skipped": [int(v is None) for v in nfairr],
+        },
+        schema_overrides={"NFaiRR@10": pl.Float64, "nfairr_skipped": pl.Int64},
+    )
+
+
+def _write(folder: Path, frame: pl.DataFrame) -> None:
+    table = frame.to_arrow()
+    io.write_table(
+        table, folder / "per_query.parquet", schemas.keyed_schema("pq", table, "query_id")
+    )
+    means = {c: frame[c].mean() for c in frame.columns if frame[c].dtype == pl.Float64}
+    io.write_json(
+        {"n_queries": frame.height, **means, "tokenizer": "reference"}, folder / "metrics.json"
+    )
+
+
+@pytest.fixture()
+def eval_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "eval"
+    better = [a + 0.1 + e for a, e in zip(A, NOISE, strict=True)]
+    _write(root / "bm25", _per_query(better, [0.9] * 8))
+    _write(root / "baseline", _per_query(A, [0.5] * 7 + [None]))
+    _write(root / "better", _per_query(better, [0.5] * 7 + [None]))
+    _write(root / "same", _per_query(A, [0.5] * 7 + [None]))
+    for seed, shift in ((1, 0.0), (2, 0.2)):  # aggregates 0.5 and 0.7: 0.6 ± 0.1414
+        _write(root / "seeded" / f"seed-{seed}", _per_query([a + shift for a in A], [0.5] * 8))
+    (root / "seeded" / "metrics.json").write_text(json.dumps({"MRR@10": 0.6}))
+    train = tmp_path / "plots" / "train"
+    train.mkdir(parents=True)
+    for m in ("baseline", "better", "same", "seeded"):
+        (train / f"{m}.csv").write_text("step,loss,lr\n5,1.0,0.00001\n10,0.8,0.00002\n")
+    return root
+
+
+def test_build_report_writes_tables_and_figures(eval_dir: Path, tmp_path: Path) -> None:
+    methods = ["bm25", "baseline", "better", "same", "seeded"]
+    written = build_report(
+        methods, eval_dir, tmp_path / "metrics", [10], "baseline",
+        info={"dataset": "fake"}, plots_dir=tmp_path / "plots" / "report",
+        train_dir=tmp_path / "plots" / "train",
+    )  # fmt: skip
+    names = sorted(p.name for p in written)
+    tables = ["summary.md", "summary.csv", "comparison.csv", "tradeoff.csv"]
+    assert names == sorted([*tables, "tradeoff_nfairr.png", "tradeoff_arab.png", "training.png"])
+    assert all(p.stat().st_size > 0 for p in written)
+    md = (tmp_path / "metrics" / "summary.md").read_text()
+    assert "tokenizer: `reference`, dataset: `fake`" in md
+    assert "Bonferroni-adjusted for 3 compared method(s)" in md
+    assert "| better | +20.00%† |" in md  # (0.6 − 0.5) / 0.5, significant
+    assert "| same | +0.00% |" in md  # identical: not marked
+    assert "| seeded | 0.6000 ± 0.1414† | 0.5000 ± 0.0000 |" in md  # shift +0.1 per query
+    assert "| baseline |" in md.split("### Change")[0] and "| bm25 |" in md.split("### Change")[0]
+    change_rows = md.split("### Change")[1].split("##")[0]
+    assert "| bm25 |" not in change_rows and "| baseline |" not in change_rows
+    cmp = pl.read_csv(tmp_path / "metrics" / "comparison.csv")
+    row = cmp.filter((pl.col("method") == "better") & (pl.col("metric") == "NFaiRR@10")).row(
+        0, named=True
+    )
+    assert row["n_queries"] == 7 and row["p"] == 1.0 and row["significant"] is False
+    summary = pl.read_csv(tmp_path / "metrics" / "summary.csv")
+    assert summary["method"].to_list() == methods and "n_queries" in summary.columns
+    points = pl.read_csv(tmp_path / "plots" / "report" / "tradeoff.csv")
+    assert points.columns == ["method", "MRR@10", "NFaiRR@10", "ARaB-tf-abs@10"]
+    assert points["method"].to_list() == methods
+
+
+def test_load_per_query_reads_seed_folders_and_names_missing_files(eval_dir: Path) -> None:
+    seeded = load_per_query(eval_dir, "seeded")
+    assert isinstance(seeded, dict) and sorted(seeded) == [1, 2]
+    assert isinstance(load_per_query(eval_dir, "baseline"), pl.DataFrame)
+    with pytest.raises(io.ArtifactError, match=r"eval/nope/per_query.parquet: file not found"):
+        load_per_query(eval_dir, "nope")
+
+
+def test_tradeoff_frame_fills_missing_metrics_with_null() -> None:
+    cmp = pl.DataFrame({"method": ["a", "b"], "metric": ["MRR@10", "MRR@10"], "mean": [0.5, 0.6]})
+    frame = tradeoff_frame(cmp, 10)
+    assert frame.columns == ["method", "MRR@10", "NFaiRR@10", "ARaB-tf-abs@10"]
+    assert frame["NFaiRR@10"].null_count() == 2
+
+
+def test_dvc_template_draws_labelled_points() -> None:
+    from dvc_render.vega import VegaRenderer
+
+    rows = [
+        {"method": "baseline", "MRR@10": "0.69", "NFaiRR@10": "0.75", "rev": "workspace"},
+        {"method": "bm25", "MRR@10": "0.82", "NFaiRR@10": "0.85", "rev": "workspace"},
+    ]
+    renderer = VegaRenderer(
+        rows, "tradeoff", template=str(TEMPLATE), x="MRR@10", y="NFaiRR@10",
+        x_label="MRR@10 ↑", y_label="NFaiRR@10 ↑ fairer",
+    )  # fmt: skip
+    spec = renderer.get_filled_template()
+    text = json.dumps(spec, ensure_ascii=False)
+    assert "<DVC_METRIC" not in text
+    assert spec["encoding"]["x"]["field"] == "MRR@10"
+    assert spec["encoding"]["y"]["title"] == "NFaiRR@10 ↑ fairer"
+    labels = [layer for layer in spec["layer"] if layer["mark"]["type"] == "text"]
+    assert labels and all(layer["encoding"]["text"]["field"] == "method" for layer in labels)
+    assert spec["data"]["values"][0]["method"] == "baseline"
+
+
+def _curriculum_inputs(
+    tmp_path: Path, triples: pl.DataFrame, doc_scores: pl.DataFrame
+) -> tuple[Path, Path]:
+    """Write the triples and a full doc_scores table (unset columns 0 / "x")."""
+    full = doc_scores.with_columns(
+        pl.lit(0, pl.Int64).alias(c) if t == pa.int64() else
+        pl.lit("x").alias(c) if t == pa.string() else pl.lit(0.0).alias(c)
+        for c, t in schemas.DOC_SCORES.required.items()
+        if c not in doc_scores.columns
+    )  # fmt: skip
+    io.write_table(triples, tmp_path / "triples.parquet", schemas.TRIPLES)
+    io.write_table(full, tmp_path / "doc_scores.parquet", schemas.DOC_SCORES)
+    return tmp_path / "triples.parquet", tmp_path / "doc_scores.parquet"
+
+
+def test_curriculum_figure_from_triples_and_doc_scores(tmp_path: Path) -> None:
+    triples = pl.DataFrame(
+        {"query_id": ["q"] * 6, "pos_doc_id": [f"d{i}" for i in range(6)], "neg_doc_id": ["n"] * 6}
+    )
+    tf = [0.0, 0.0, 0.7, 0.7, 1.4, 1.4]  # |psi_tf| of the positives: 3 buckets of 2
+    doc_scores = pl.DataFrame({"doc_id": [f"d{i}" for i in range(6)], "psi_tf": tf})
+    paths = _curriculum_inputs(tmp_path, triples, doc_scores)
+    written = build_curriculum_figure(*paths, tmp_path / "fig", n_buckets=3, sigmas=[1.0])
+    frame = pl.read_csv(written[0])
+    w = [1.0, math.exp(-(0.7**2) / 2), math.exp(-(1.4**2) / 2)]  # μ = min Ψ = 0, σ = 1
+    assert frame["probability"].to_list() == pytest.approx([v / sum(w) for v in w], abs=1e-6)
+    assert written[1].read_bytes()[:4] == b"\x89PNG"

@@ -1,0 +1,135 @@
+"""Sweeps from `dvc exp show --json` (a fake document shaped like DVC 3's output)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from pipeline.report.sweeps import experiments, flat_frame, main, slug, sweep_frame
+
+
+def _state(
+    rev: str, name: str | None, lam: float, sigma: Any, buckets: Any, mrr: float
+) -> dict[str, Any]:
+    """One commit or experiment as `dvc exp show --json` prints it."""
+    params = {
+        "curriculum": {"sigma": sigma, "n_buckets": buckets},
+        "methods": {
+            "baseline": {"ordering": "shuffle", "loss": "margin", "psi": "bool_abs"},
+            "penalty_irrelevant": {
+                "ordering": "shuffle",
+                "loss": "penalty_irrelevant",
+                "lambda": lam,
+            },
+        },
+    }
+    metrics = {
+        "metrics/baseline.json": {"data": {"MRR@10": 0.5, "NFaiRR@10": 0.7, "method": "baseline"}},
+        "metrics/penalty_irrelevant.json": {"data": {"MRR@10": mrr, "NFaiRR@10": 0.7 + lam / 100}},
+        "metrics/broken.json": {"error": {"msg": "unreadable", "type": "JSONDecodeError"}},
+    }
+    data = {
+        "rev": rev,
+        "timestamp": "2026-01-01T00:00:00",
+        "params": {"params.yaml": {"data": params}},
+        "metrics": metrics,
+        "deps": {},
+        "outs": {},
+        "meta": {},
+    }
+    return {"rev": rev, "name": name, "data": data, "error": None, "experiments": None}
+
+
+def _range(state: dict[str, Any], executor_state: str | None) -> dict[str, Any]:
+    executor = (
+        None
+        if executor_state is None
+        else {"state": executor_state, "name": "dvc-task", "local": {}}
+    )
+    return {"revs": [state], "executor": executor, "name": state["name"]}
+
+
+def fake_doc() -> list[dict[str, Any]]:
+    head = _state("a" * 40, "main", 1.0, 1.0, 10, 0.45)
+    queued = _state("q" * 40, "queued-exp", 5.0, 1.0, 10, 0.0)
+    queued["data"]["metrics"] = {}
+    failed = _state("f" * 40, "failed-exp", 9.0, 1.0, 10, 0.45)
+    failed["error"] = {"msg": "Experiment run failed", "type": ""}
+    head["experiments"] = [
+        _range(_state("b" * 40, "lam-01", 0.1, 1.0, 10, 0.49), None),
+        _range(_state("c" * 40, "lam-2", 2.0, 1.0, 10, 0.40), "success"),
+        _range(_state("d" * 40, "sigma-3", 1.0, 3.0, 10, 0.47), None),
+        _range(_state("e" * 40, "buckets-all", 1.0, 1.0, "all", 0.46), None),
+        _range(_state("g" * 40, "lam-2-again", 2.0, 1.0, 10, 0.42), None),
+        _range(queued, "queued"),
+        _range(failed, "failed"),
+        _range(_state("r" * 40, "running-exp", 7.0, 1.0, 10, 0.1), "running"),
+    ]
+    workspace = _state("workspace", None, 3.0, 1.0, 10, 0.3)
+    return [workspace, head]
+
+
+def test_experiments_skip_workspace_queued_failed_running_and_errors() -> None:
+    exps = experiments(fake_doc())
+    assert [e.name for e in exps] == [
+        "main",
+        "lam-01",
+        "lam-2",
+        "sigma-3",
+        "buckets-all",
+        "lam-2-again",
+    ]
+    assert exps[0].params["methods.penalty_irrelevant.lambda"] == 1.0
+    assert set(exps[0].metrics) == {"baseline", "penalty_irrelevant"}  # broken.json left out
+    assert exps[0].metrics["baseline"] == {"MRR@10": 0.5, "NFaiRR@10": 0.7}  # numbers only
+    assert len(experiments(fake_doc(), workspace=True)) == 7
+
+
+def test_lambda_sweep_is_per_method_and_averages_repeats() -> None:
+    frame = sweep_frame(experiments(fake_doc()), "methods.*.lambda", ["MRR@10"])
+    assert frame["method"].unique().to_list() == ["penalty_irrelevant"]
+    assert frame["x"].to_list() == ["0.1", "1", "2"]
+    assert frame["MRR@10"].to_list() == pytest.approx([0.49, (0.45 + 0.47 + 0.46) / 3, 0.41])
+    assert frame["n_experiments"].to_list() == [1, 3, 2]
+    flat = flat_frame(experiments(fake_doc()), "methods.*.lambda", ["MRR@10"])
+    assert flat.rows() == [("baseline", 0.5)]
+
+
+def test_shared_param_sweep_with_filter_and_non_numeric_values() -> None:
+    exps = experiments(fake_doc())
+    sigma = sweep_frame(
+        exps, "curriculum.sigma", ["MRR@10"], where={"methods.penalty_irrelevant.lambda": 1.0}
+    )
+    assert sigma.filter(pl.col("method") == "penalty_irrelevant").rows() == [
+        ("penalty_irrelevant", "1", 1.0, pytest.approx(0.455), 2),
+        ("penalty_irrelevant", "3", 3.0, 0.47, 1),
+    ]
+    buckets = sweep_frame(exps, "curriculum.n_buckets", ["MRR@10"], methods=["penalty_irrelevant"])
+    assert buckets["x"].to_list() == ["10", "all"] and buckets["x_num"].to_list() == [10.0, None]
+    assert slug("methods.*.lambda") == "lambda" and slug("curriculum.n_buckets") == "n_buckets"
+
+
+def test_cli_writes_one_csv_and_png_per_swept_param(tmp_path: Path) -> None:
+    src = tmp_path / "exps.json"
+    src.write_text(json.dumps(fake_doc()))
+    out = tmp_path / "sweeps"
+    assert main([str(src), "--out-dir", str(out), "--logx"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "lambda.csv", "lambda.png", "n_buckets.csv", "n_buckets.png", "sigma.csv", "sigma.png",
+    ]  # fmt: skip
+    assert pl.read_csv(out / "lambda.csv").columns[:3] == ["method", "x", "x_num"]
+    assert (out / "sigma.png").stat().st_size > 1000
+
+
+def test_cli_help_and_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "a list"}')
+    assert main([str(bad), "--out-dir", str(tmp_path / "o")]) == 1
+    assert main([str(tmp_path / "missing.json")]) == 1

@@ -1,0 +1,174 @@
+"""Checkpoint/resume: a killed run resumed from its checkpoint ends bit-identical to an
+uninterrupted one (CPU, tiny random BERT with dropout, so the RNG state matters too)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+import torch
+
+from pipeline.train import checkpoint, loop
+from pipeline.train.loop import TrainConfig, train_model
+from pipeline.train.model import load_model
+from tests.unit.test_train_loop import DOC_SCORES, DOCS, QUERIES, TRIPLES
+
+ROOT = Path(__file__).resolve().parents[2]
+# 2 epochs over 20 triples (5 steps each), capped at 9 steps: the run crosses an epoch, the
+# warm-up ends at step 2, and checkpoints (every 2 steps) fall between curve rows (every 3).
+CFG = TrainConfig(
+    batch_size=4,
+    lr=1e-3,
+    warmup_steps=2,
+    epochs=2,
+    max_steps=9,
+    max_len=32,
+    q_len=8,
+    seed=3,
+    log_every=3,
+    device="cpu",
+)
+LOSS = ("penalty_both", {"lambda": 0.5}, "bool_abs")
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    """Same thread count here and in the subprocess: float reductions then agree bit for bit."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _train(cfg: TrainConfig = CFG, **kw: Any) -> tuple[dict[str, torch.Tensor], pl.DataFrame]:
+    tok, model = load_model("tiny-random-bert", None, seed=0)
+    curve = train_model(
+        model, tok, TRIPLES, QUERIES, DOCS, DOC_SCORES, *LOSS[:2], LOSS[2], cfg, **kw
+    )
+    return model.state_dict(), curve
+
+
+def _assert_same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
+    assert a.keys() == b.keys()
+    differ = [k for k in a if not torch.equal(a[k], b[k])]
+    assert not differ, f"{len(differ)} tensors differ, first {differ[:3]}"
+
+
+@pytest.fixture(scope="module")
+def reference() -> tuple[dict[str, torch.Tensor], pl.DataFrame]:
+    """The uninterrupted run, without any checkpointing."""
+    torch.set_num_threads(1)
+    return _train()
+
+
+def test_resume_after_crash_is_bit_identical(
+    reference: tuple[dict[str, torch.Tensor], pl.DataFrame],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    real_update, calls = loop._update, [0]
+
+    def crash_in_step_5(*args: Any) -> None:
+        real_update(*args)
+        calls[0] += 1
+        if calls[0] == 5:  # step 5 is done in memory but its checkpoint (step 6) never comes
+            raise RuntimeError("simulated crash")
+
+    with monkeypatch.context() as m:
+        m.setattr(loop, "_update", crash_in_step_5)
+        with pytest.raises(RuntimeError, match="simulated crash"):
+            _train(checkpoint_dir=tmp_path, checkpoint_every=2)
+    saved = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert saved["step"] == 4 and saved["window"] and saved["rows"][0]["step"] == 3
+    with caplog.at_level(logging.INFO, logger="pipeline.train.checkpoint"):
+        state, curve = _train(checkpoint_dir=tmp_path, checkpoint_every=2)
+    assert "at step 4" in caplog.text
+    _assert_same(state, reference[0])
+    assert curve.equals(reference[1]), (curve, reference[1])
+    assert curve["step"].to_list() == [3, 6, 9]
+
+
+def test_checkpoint_of_another_run_is_ignored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    other = TrainConfig(**{**CFG.__dict__, "max_steps": 2})
+    _train(other, checkpoint_dir=tmp_path, checkpoint_every=2)  # a finished 2-step run
+    fresh = _train(other.__class__(**{**other.__dict__, "seed": 4}))
+    with caplog.at_level(logging.WARNING, logger="pipeline.train.checkpoint"):
+        resumed = _train(
+            other.__class__(**{**other.__dict__, "seed": 4}),
+            checkpoint_dir=tmp_path,
+            checkpoint_every=2,
+        )
+    assert "ignoring checkpoint" in caplog.text and "other settings or inputs" in caplog.text
+    _assert_same(resumed[0], fresh[0])
+
+
+def test_unreadable_checkpoint_names_file_and_fix(tmp_path: Path) -> None:
+    (tmp_path / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(checkpoint.CheckpointError, match=r"checkpoint\.pt: unreadable .*delete it"):
+        _train(checkpoint_dir=tmp_path)
+
+
+@pytest.mark.parametrize("every", [0, -1])
+def test_checkpoint_every_must_be_positive(tmp_path: Path, every: int) -> None:
+    with pytest.raises(ValueError, match=rf"checkpoint_every must be an integer >= 1.*={every}"):
+        _train(checkpoint_dir=tmp_path, checkpoint_every=every)
+    with pytest.raises(ValueError, match=r"needs a checkpoint_dir"):
+        _train(checkpoint_every=2)
+
+
+CHILD = """
+import os, signal, sys
+import torch
+torch.set_num_threads(1)
+from tests.unit.test_train_checkpoint import _train
+
+real_save, calls = torch.save, [0]
+
+def save_then_die(obj, f, *args, **kwargs):
+    calls[0] += 1
+    if calls[0] == 2:  # the step-4 checkpoint: half written, then SIGKILL
+        f.write(b"half a checkpoint")
+        f.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_save(obj, f, *args, **kwargs)
+
+torch.save = save_then_die
+_train(checkpoint_dir=sys.argv[1], checkpoint_every=2)
+"""
+
+
+@pytest.mark.slow
+def test_sigkill_mid_checkpoint_then_resume(
+    reference: tuple[dict[str, torch.Tensor], pl.DataFrame], tmp_path: Path
+) -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(CHILD), str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
+    leftovers = sorted(p.name for p in tmp_path.iterdir())
+    assert leftovers[1:] == ["checkpoint.pt"] and leftovers[0].startswith(".checkpoint.pt.")
+    assert torch.load(tmp_path / "checkpoint.pt", weights_only=True)["step"] == 2
+    state, curve = _train(checkpoint_dir=tmp_path, checkpoint_every=2)
+    _assert_same(state, reference[0])
+    assert curve.equals(reference[1])
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    checkpoint.clear_checkpoint(tmp_path)
+    assert not list(tmp_path.iterdir())
