@@ -1,30 +1,31 @@
-"""Stage `train@<method>`: cross-encoder trained on the method's ordered triples and loss."""
+"""Stage `train@<method>`: cross-encoder trained on the method's ordered triples and loss.
+
+EqualizeIR methods (`loss: poe`) first train the weak learner f_B by `weak_strategy` and
+score the triples with it; AdvBERT methods (`adv_weight`) train an adversary head alongside.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+import polars as pl
+from torch import Tensor
 
 from pipeline import io, schemas
-from pipeline.params import get_method
-from pipeline.train.loop import TrainConfig, train_model
+from pipeline.params import MethodParams, Params, get_method
+from pipeline.train import weak
+from pipeline.train.loop import TrainConfig, attach_adversary, train_model
 from pipeline.train.model import load_model, save_model
 from stages.common import run_stage, setup, torch_threads
 
 log = logging.getLogger("stages.train")
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    ns = setup(__doc__ or "", argv, method=True)
-    params, m = ns.params, get_method(ns.params, ns.method)
-    torch_threads(params)
-    triples = io.read_table(f"data/order/{ns.method}.parquet", schemas.ORDERED_TRIPLES)
-    corpus = io.read_table("data/corpus.parquet", schemas.CORPUS)
-    queries = io.read_table("data/queries.parquet", schemas.QUERIES)
-    doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
-    tokenizer, model = load_model(params.model.name, params.model.n_layers, params.train.seed)
+def train_config(params: Params) -> TrainConfig:
     t = params.train
-    cfg = TrainConfig(
+    return TrainConfig(
         batch_size=t.batch_size,
         lr=t.lr,
         warmup_ratio=t.warmup_ratio,
@@ -38,23 +39,62 @@ def main(argv: Sequence[str] | None = None) -> None:
         grad_clip=t.grad_clip,
         device=t.device,
     )
-    curve = train_model(
-        model,
-        tokenizer,
-        triples.sort("position"),
+
+
+def weak_scores(
+    params: Params,
+    m: MethodParams,
+    triples: pl.DataFrame,
+    texts: tuple[Mapping[str, str], Mapping[str, str]],
+    doc_scores: pl.DataFrame,
+) -> dict[str, Tensor]:
+    """EqualizeIR (SPEC §6.3): train f_B by the method's strategy, score the triples."""
+    queries, docs = texts
+    cfg = train_config(params)
+    assert m.weak_strategy is not None
+    s = weak.weak_setup(
+        m.weak_strategy, triples, queries, cfg.total_steps(triples.height), params.train.seed
+    )
+    layers = s.n_layers if s.n_layers is not None else params.model.n_layers
+    tokenizer, f_b = load_model(params.model.name, layers, params.train.seed)
+    weak_cfg = dataclasses.replace(cfg, max_steps=s.max_steps or cfg.max_steps)
+    train_model(
+        f_b, tokenizer, s.triples, s.queries, docs, doc_scores, "margin",
+        {"margin": 1.0}, m.psi, weak_cfg,
+    )  # fmt: skip
+    scored = weak.score_triples(
+        f_b, tokenizer, triples, queries, docs, cfg.max_len, cfg.q_len, device=cfg.device
+    )
+    return weak.weak_tensors(triples, scored)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ns = setup(__doc__ or "", argv, method=True)
+    params, m = ns.params, get_method(ns.params, ns.method)
+    torch_threads(params)
+    triples = io.read_table(f"data/order/{ns.method}.parquet", schemas.ORDERED_TRIPLES)
+    triples = triples.sort("position")
+    corpus = io.read_table("data/corpus.parquet", schemas.CORPUS)
+    queries = io.read_table("data/queries.parquet", schemas.QUERIES)
+    doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
+    texts = (
         dict(zip(queries["query_id"], queries["text"], strict=True)),
         dict(zip(corpus["doc_id"], corpus["text"], strict=True)),
-        doc_scores,
-        m.loss,
-        m.loss_params(),
-        m.psi,
-        cfg,
     )
+    extra = weak_scores(params, m, triples, texts, doc_scores) if m.loss == "poe" else None
+    tokenizer, model = load_model(params.model.name, params.model.n_layers, params.train.seed)
+    if m.adv_weight:
+        attach_adversary(model, m.adv_weight, params.train.seed)
+    curve = train_model(
+        model, tokenizer, triples, *texts, doc_scores, m.loss, m.loss_params(), m.psi,
+        train_config(params), extra_bias=extra,
+    )  # fmt: skip
+    if m.adv_weight:
+        del model.adversary  # the ranker alone is saved and used at test time
     save_model(model, tokenizer, f"models/{ns.method}")
     io.write_text(curve.write_csv(), f"plots/train/{ns.method}.csv")
-    log.info(
-        "train@%s: %d logged steps, final loss %.4f", ns.method, curve.height, curve["loss"][-1]
-    )
+    final = curve["loss"][-1]
+    log.info("train@%s: %d logged steps, final loss %.4f", ns.method, curve.height, final)
 
 
 if __name__ == "__main__":

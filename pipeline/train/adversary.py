@@ -45,6 +45,8 @@ class AdversaryHead(nn.Module):
     Runs in float32 (also under bf16 autocast), like the ranker's score head.
     """
 
+    adv_weight: float = 1.0  # weight of the adversary's loss, set by `attach_adversary`
+
     def __init__(self, hidden_size: int, seed: int = 0, init_std: float = 0.02) -> None:
         super().__init__()
         self.hidden = nn.Linear(hidden_size, hidden_size)

@@ -5,7 +5,7 @@ states, the step, the training curve so far and the random number generator stat
 CPU/CUDA, Python ``random``, NumPy) of every rank. It is written to a temporary file
 ``.checkpoint.pt.<random>.tmp`` in the same folder and renamed into place (``os.replace``),
 so a crash mid-write leaves the previous checkpoint intact. A process killed by SIGKILL can
-not delete its temporary file; the next ``load_checkpoint`` removes such leftovers.
+not delete its temporary file; the next run removes such leftovers when it resumes.
 
 A checkpoint records a fingerprint of everything that determines the run (configuration,
 loss, triples and their order, Ψ/ζ, texts, initial weights, number of ranks). A checkpoint
@@ -205,9 +205,15 @@ def load_checkpoint(directory: str | Path, expected: str) -> dict[str, Any] | No
 
 
 def clear_checkpoint(directory: str | Path) -> None:
-    """Remove the checkpoint and leftover temporary files (call once the model is saved)."""
-    remove_stale_temps(directory)
-    checkpoint_path(directory).unlink(missing_ok=True)
+    """Remove the checkpoint, leftover temporary files and the then empty ``directory`` (call
+    once the trained model is saved)."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        return
+    remove_stale_temps(folder)
+    checkpoint_path(folder).unlink(missing_ok=True)
+    if not any(folder.iterdir()):
+        folder.rmdir()
 
 
 @dataclass

@@ -22,7 +22,6 @@ Backend: ``nccl`` on CUDA (one GPU per rank), ``gloo`` on CPU.
 
 from __future__ import annotations
 
-import copy
 import logging
 import os
 import sys
@@ -192,7 +191,10 @@ def launch(
     threads = max(1, torch.get_num_threads() // devices)
     with tempfile.TemporaryDirectory(prefix="pipeline-ddp-") as tmp:
         folder = Path(tmp)
-        job = (train, model, args, dict(kwargs), str(folder), level, threads, device)
+        # through a file, not spawn's pickler, which would move the weights to shared memory
+        # (small in containers) and let every rank step the same tensors
+        torch.save(model, folder / "model.pt")
+        job = (train, args, dict(kwargs), str(folder), level, threads, device)
         logger.info("starting %d training processes (DistributedDataParallel)", devices)
         try:
             mp.spawn(_worker, args=(devices, job), nprocs=devices, join=True)
@@ -204,10 +206,8 @@ def launch(
 
 
 def _worker(rank: int, world: int, job: tuple[Any, ...]) -> None:
-    train, shared, args, kwargs, folder, level, threads, device_name = job
-    # spawn hands every rank the parent's tensors in shared memory: train a private copy, or
-    # each rank's optimiser would step the same weights
-    model = copy.deepcopy(shared)
+    train, args, kwargs, folder, level, threads, device_name = job
+    model = torch.load(Path(folder, "model.pt"), map_location="cpu", weights_only=False)
     if not logging.getLogger().handlers:
         fmt = f"%(asctime)s %(levelname)s rank{rank} %(name)s: %(message)s"
         logging.basicConfig(level=level, format=fmt, stream=sys.stderr)

@@ -29,6 +29,7 @@ from tqdm import tqdm
 from transformers import PreTrainedTokenizerBase, get_linear_schedule_with_warmup
 
 from pipeline.train import distributed
+from pipeline.train.adversary import AdversaryHead, adversarial_loss
 from pipeline.train.batching import PairEncoder, collate
 from pipeline.train.checkpoint import (
     Checkpointer,
@@ -140,6 +141,7 @@ def train_model(
     *,
     checkpoint_dir: str | Path | None = None,
     checkpoint_every: int | None = None,
+    extra_bias: Mapping[str, Tensor] | None = None,
 ) -> pl.DataFrame:
     """Train ``model`` in place on ``triples`` (in their given order); returns the training curve.
 
@@ -150,12 +152,22 @@ def train_model(
     ``checkpoint_dir``: resume from the checkpoint there when it belongs to this run, and save
     one every ``checkpoint_every`` steps. ``cfg.devices > 1`` spawns that many DDP ranks
     (unless already under ``torchrun``); ``model`` then gets rank 0's trained weights.
+
+    ``extra_bias``: more per-triple ``[n_triples]`` tensors for the loss's batch (EqualizeIR's
+    ``weak_pos``/``weak_neg``). A model carrying an ``adversary`` head (AdvBERT,
+    :func:`attach_adversary`) adds the adversary's loss through gradient reversal.
     """
     loss_fn = get_loss(loss_name)
     if triples.height == 0:
         raise ValueError("no training triples")
     check_checkpoint_args(checkpoint_dir, checkpoint_every)
     rank = distributed.init_from_env(cfg.device)
+    adversary = getattr(model, "adversary", None)
+    if cfg.devices > 1 and (adversary is not None or extra_bias):
+        raise ValueError(
+            "train.devices > 1 is not supported with an adversary head or weak-learner scores "
+            "yet; set train.devices: 1 for AdvBERT / EqualizeIR methods"
+        )
     if rank.world == 1 and cfg.devices > 1:
         used_q, used_d = distributed.used_texts(triples, queries, docs)
         args = (tokenizer, triples, used_q, used_d, doc_scores, loss_name, loss_params, psi_column)
@@ -166,6 +178,10 @@ def train_model(
     distributed.check_world(cfg.devices, cfg.batch_size, rank)
     encoder = PairEncoder(tokenizer, cfg.max_len, cfg.q_len)
     ex = prepare_examples(encoder, triples, queries, docs, doc_bias(doc_scores, psi_column))
+    for key, tensor in (extra_bias or {}).items():
+        if tensor.shape != (triples.height,):
+            raise ValueError(f"extra_bias[{key!r}] must have shape [{triples.height}]")
+        ex.bias[key] = tensor
     device = distributed.rank_device(cfg.device, rank)
     run = _Run(model, ex, loss_fn, loss_params, device, encoder.pad_id, rank)
     inputs = (triples, queries, docs)
@@ -276,10 +292,29 @@ class _Run:
         }
         index = torch.tensor(idx, dtype=torch.long)
         batch = {k: v[index].to(device) for k, v in ex.bias.items()}
+        adversary = getattr(self.model, "adversary", None)
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=pin):
-            scores = net(**on_dev)
+            if adversary is None:
+                scores = net(**on_dev)
+            else:
+                scores, cls = self.model.forward_with_cls(**on_dev)
         s_pos, s_neg = scores.float().split(len(idx))
-        return self.loss_fn(s_pos, s_neg, batch, self.params)
+        loss = self.loss_fn(s_pos, s_neg, batch, self.params)
+        if adversary is not None:
+            c_pos, c_neg = cls.float().split(len(idx))
+            zeta = (batch["zeta_pos"], batch["zeta_neg"])
+            weight = float(adversary.adv_weight)
+            loss = loss + adversarial_loss(c_pos, c_neg, *zeta, adversary, weight)
+        return loss
+
+
+def attach_adversary(model: CrossEncoder, weight: float, seed: int) -> None:
+    """Give `model` an AdvBERT adversary head (SPEC §6.5) trained with it; being a submodule,
+    it is in the optimiser, the gradient clipping and the checkpoints. Remove it with
+    ``del model.adversary`` before saving the ranker."""
+    head = AdversaryHead(model.hidden_size, seed=seed)
+    head.adv_weight = weight
+    model.add_module("adversary", head)
 
 
 def _optimizer(
