@@ -118,6 +118,35 @@ def write_trec_run(run: pl.DataFrame, path: str | Path, tag: str) -> None:
     write_text("\n".join(lines) + "\n", path)
 
 
+_TREC_COLUMNS = ["query_id", "q0", "doc_id", "file_rank", "score", "tag"]
+_TREC_FORMAT = "expected 6 space-separated fields `qid Q0 docid rank score tag` per line"
+
+
+def _check_trec_rows(df: pl.DataFrame, p: Path) -> None:
+    """Reject lines with missing fields, a score that is not a number or is not finite."""
+    score = pl.col("score").cast(pl.Float64, strict=False)
+    checks = [
+        (pl.any_horizontal(pl.col(_TREC_COLUMNS).is_null()), "has missing fields (truncated?)"),
+        (score.is_null(), "has a score that is not a number"),
+    ]
+    for check, what in checks:
+        rows = df.filter(check)
+        if rows.height:
+            row = rows.row(0, named=True)
+            text = " ".join(str(row[c]) for c in _TREC_COLUMNS if row[c] is not None)
+            raise ArtifactError(
+                f"{p}: malformed TREC run: line {row['_line']} {what}: {text!r} "
+                f"({rows.height} such lines); {_TREC_FORMAT}."
+            )
+    rows = df.filter(~score.is_finite())
+    if rows.height:
+        row = rows.row(0, named=True)
+        raise ArtifactError(
+            f"{p}: {rows.height} non-finite scores, first query {row['query_id']} "
+            f"doc {row['doc_id']} (line {row['_line']}); fix the run file."
+        )
+
+
 def read_trec_run(path: str | Path) -> pl.DataFrame:
     """Read a TREC run file (plain or .gz); rank is recomputed from the score order.
 
@@ -129,21 +158,15 @@ def read_trec_run(path: str | Path) -> pl.DataFrame:
             p,
             separator=" ",
             has_header=False,
-            new_columns=["query_id", "q0", "doc_id", "file_rank", "score", "tag"],
-            schema_overrides={"query_id": pl.Utf8, "doc_id": pl.Utf8, "score": pl.Float64},
+            new_columns=_TREC_COLUMNS,
+            schema_overrides=dict.fromkeys(_TREC_COLUMNS, pl.Utf8),
         )
     except (pl.exceptions.PolarsError, OSError) as e:
-        raise ArtifactError(
-            f"{p}: malformed TREC run ({e}); expected 6 space-separated fields "
-            "`qid Q0 docid rank score tag` per line."
-        ) from e
-    bad = df.filter(~pl.col("score").is_finite())
-    if bad.height:
-        row = bad.row(0, named=True)
-        raise ArtifactError(
-            f"{p}: {bad.height} non-finite scores, first query {row['query_id']} "
-            f"doc {row['doc_id']}; fix the run file."
-        )
+        cause = (str(e).strip().splitlines() or [""])[0]
+        raise ArtifactError(f"{p}: malformed TREC run ({cause}); {_TREC_FORMAT}.") from e
+    df = df.with_row_index("_line", offset=1)
+    _check_trec_rows(df, p)
+    df = df.with_columns(pl.col("score").cast(pl.Float64)).drop("_line")
     df = df.with_row_index("_order")
     df = df.sort(["query_id", "score", "_order"], descending=[False, True, False])
     df = df.with_columns(

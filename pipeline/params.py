@@ -85,6 +85,8 @@ class TrainParams:
     grad_clip: float = 1.0
     threads: int = 2
     device: str = "auto"
+    devices: int = 1  # > 1: DistributedDataParallel over that many processes
+    checkpoint_every: int | None = None  # N: resumable checkpoint every N steps
 
 
 @dataclass(frozen=True)
@@ -201,13 +203,18 @@ _RANGES: dict[str, tuple[float | None, float | None]] = {
     "train.warmup_steps": (0, None),
     "train.log_every": (1, None),
     "train.threads": (1, None),
+    "train.devices": (1, None),
+    "train.checkpoint_every": (1, None),
     "rerank.batch_size": (1, None),
+    "evaluate.cutoffs": (1, None),
     "curriculum.sigma": (0, None),
     "lws.rate": (0, 1),
     "lws.top": (1, None),
 }
 # Strict lower bounds (the value must be above, not at, the bound).
 _EXCLUSIVE = {"curriculum.sigma", "train.lr"}
+# String keys with a fixed set of values.
+_CHOICES: dict[str, tuple[str, ...]] = {"evaluate.awrf_target": ("relevant", "uniform")}
 WEAK_STRATEGIES = ("less_data", "weaker_model", "fewer_steps", "biased_data")
 
 
@@ -250,6 +257,10 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
 
 
 def _check_range(key: str, value: Any) -> None:
+    if key in _CHOICES and value not in _CHOICES[key]:
+        raise ParamsError(
+            f"params key {key!r}: unknown value {value!r}; known: {list(_CHOICES[key])}"
+        )
     if key not in _RANGES or value is None:
         return
     lo, hi = _RANGES[key]
@@ -257,8 +268,10 @@ def _check_range(key: str, value: Any) -> None:
     for v in values:
         below = lo is not None and (v <= lo if key in _EXCLUSIVE else v < lo)
         if below or (hi is not None and v > hi):
+            left = "(" if key in _EXCLUSIVE else "["
             raise ParamsError(
-                f"params key {key!r}: {v!r} is out of range [{lo}, {hi if hi is not None else '∞'}]"
+                f"params key {key!r}: {v!r} is out of range "
+                f"{left}{lo}, {hi if hi is not None else '∞'}]"
             )
 
 
@@ -314,6 +327,13 @@ def parse_params(raw: Mapping[str, Any]) -> Params:
 
 def _check_names(params: Params) -> None:
     from pipeline.registry import check_known
+
+    t = params.train
+    if t.batch_size % t.devices:
+        raise ParamsError(
+            f"params key 'train.batch_size': {t.batch_size} is not a multiple of train.devices "
+            f"({t.devices}); every process takes batch_size / devices triples of each batch"
+        )
 
     if params.dataset.name not in DATASETS:
         raise ParamsError(

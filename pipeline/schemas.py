@@ -26,6 +26,8 @@ class Schema:
     required: dict[str, pa.DataType]
     optional: dict[str, pa.DataType] = field(default_factory=dict)
     unique: tuple[str, ...] = ()
+    non_empty: bool = False
+    finite: tuple[str, ...] = ()
 
     def columns(self) -> dict[str, pa.DataType]:
         return {**self.required, **self.optional}
@@ -36,15 +38,20 @@ CORPUS = Schema(
     {"doc_id": STR, "text": STR},
     {"title": STR, "group": STR, "split": STR},
     unique=("doc_id",),
+    non_empty=True,
 )
 QUERIES = Schema(
     "queries",
     {"query_id": STR, "text": STR, "split": STR},
     {"set": STR, "category": STR},
     unique=("query_id",),
+    non_empty=True,
 )
 QRELS = Schema(
-    "qrels", {"query_id": STR, "doc_id": STR, "relevance": I64}, unique=("query_id", "doc_id")
+    "qrels",
+    {"query_id": STR, "doc_id": STR, "relevance": I64},
+    unique=("query_id", "doc_id"),
+    non_empty=True,
 )
 TRIPLES = Schema(
     "triples",
@@ -83,11 +90,14 @@ CANDIDATES = Schema(
     "candidates",
     {"query_id": STR, "doc_id": STR, "rank": I64, "score": F64},
     unique=("query_id", "doc_id"),
+    finite=("score",),  # may be empty: extract writes an empty first_stage without a run
 )
 RUN = Schema(
     "run",
     {"query_id": STR, "doc_id": STR, "score": F64, "rank": I64},
     unique=("query_id", "doc_id"),
+    non_empty=True,
+    finite=("score",),
 )
 CURVE = Schema("training curve", {"step": I64, "loss": F64, "lr": F64})
 ALIGNMENTS = Schema(
@@ -160,8 +170,27 @@ def validate(table: pa.Table, schema: Schema, source: str) -> pa.Table:
     out = table.select(ordered)
     target = pa.schema([(c, cols[c]) for c in ordered])
     out = out.cast(target)
+    _check_rows(out, schema, source)
     _check_ids(out, schema, source)
     return out
+
+
+def _check_rows(table: pa.Table, schema: Schema, source: str) -> None:
+    if schema.non_empty and table.num_rows == 0:
+        raise SchemaError(
+            f"{source}: the {schema.name!r} table is empty; expected at least one row. "
+            "Rerun the stage that writes it (`dvc repro`) and check its params."
+        )
+    for c in schema.finite:
+        bad = pc.invert(pc.fill_null(pc.is_finite(table.column(c)), False))
+        n_bad = pc.sum(bad).as_py() or 0
+        if n_bad:
+            first = pc.index(bad, True).as_py()
+            keys = {k: table.column(k)[first].as_py() for k in schema.unique}
+            raise SchemaError(
+                f"{source}: {n_bad} rows with a non-finite (NaN/inf) or missing {c!r}, first "
+                f"{keys}; drop or recompute them (rerun the stage that wrote the file)."
+            )
 
 
 def _check_ids(table: pa.Table, schema: Schema, source: str) -> None:

@@ -15,7 +15,8 @@ from torch import Tensor
 
 from pipeline import io, schemas
 from pipeline.params import MethodParams, Params, get_method
-from pipeline.train import weak
+from pipeline.train import distributed, weak
+from pipeline.train.checkpoint import clear_checkpoint
 from pipeline.train.loop import TrainConfig, attach_adversary, train_model
 from pipeline.train.model import load_model, save_model
 from stages.common import run_stage, setup, torch_threads
@@ -38,6 +39,7 @@ def train_config(params: Params) -> TrainConfig:
         log_every=t.log_every,
         grad_clip=t.grad_clip,
         device=t.device,
+        devices=t.devices,
     )
 
 
@@ -85,14 +87,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     tokenizer, model = load_model(params.model.name, params.model.n_layers, params.train.seed)
     if m.adv_weight:
         attach_adversary(model, m.adv_weight, params.train.seed)
+    every = params.train.checkpoint_every
+    checkpoints = f"checkpoints/{ns.method}"  # outside the stage's outs: DVC keeps it
     curve = train_model(
         model, tokenizer, triples, *texts, doc_scores, m.loss, m.loss_params(), m.psi,
         train_config(params), extra_bias=extra,
+        checkpoint_dir=checkpoints if every else None, checkpoint_every=every,
     )  # fmt: skip
+    if not distributed.is_main():  # under torchrun, rank 0 alone writes the outputs
+        return
     if m.adv_weight:
         del model.adversary  # the ranker alone is saved and used at test time
     save_model(model, tokenizer, f"models/{ns.method}")
     io.write_text(curve.write_csv(), f"plots/train/{ns.method}.csv")
+    clear_checkpoint(checkpoints)
     final = curve["loss"][-1]
     log.info("train@%s: %d logged steps, final loss %.4f", ns.method, curve.height, final)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,7 +61,31 @@ def _read_rows(path: Path, fields: tuple[str, ...]) -> list[tuple[int, dict[str,
                     f"{list(fields)}, got {len(row)}: {row[:3]}…; fix the quoting of that row"
                 )
             rows.append((reader.line_num, dict(zip(fields, row, strict=True))))
+    if not _ends_with_newline(path):
+        raise GrepBiasIRError(
+            f"{path}, line {rows[-1][0] if rows else 1}: the last line has no line end, so "
+            "the file is probably truncated; restore pipeline/resources/grep_biasir/ from git"
+        )
     return rows
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as f:
+        if f.seek(0, os.SEEK_END) == 0:
+            return True
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
+def _check_unique_queries(path: Path, rows: list[tuple[int, dict[str, str]]]) -> None:
+    first: dict[str, int] = {}
+    for line, row in rows:
+        if row["q_id"] in first:
+            raise GrepBiasIRError(
+                f"{path}, line {line}: duplicate q_id {row['q_id']!r} (first on line "
+                f"{first[row['q_id']]}); give every query its own q_id"
+            )
+        first[row["q_id"]] = line
 
 
 def _check_doc_row(path: Path, line: int, row: dict[str, str], query_ids: set[str]) -> None:
@@ -83,6 +108,7 @@ def _check_doc_row(path: Path, line: int, row: dict[str, str], query_ids: set[st
 def load_grep_biasir(root: Path = RESOURCE_DIR) -> GrepBiasIR:
     """Read and validate the shipped CSVs. Document text = title + ' ' + body."""
     qrows = _read_rows(root / "queries.csv", QUERY_FIELDS)
+    _check_unique_queries(root / "queries.csv", qrows)
     queries = pl.DataFrame(
         {
             "query_id": [r["q_id"] for _, r in qrows],

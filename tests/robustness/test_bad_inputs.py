@@ -2,9 +2,7 @@
 
 Only cases the unit tests do not cover yet (see tests/unit: malformed word lists and LIWC
 dictionaries, unknown method/loss/ordering/metric names, NaN runs in `EvalInputs`, truncated
-Parquet in `io`, ...). Tests marked `xfail(strict=True)` pin an error that is still missing or
-unclear; their reason names the fix. Once it lands the test passes, strict xfail turns that
-into a failure, and the marker is to be removed.
+Parquet in `io`, ...).
 """
 
 from __future__ import annotations
@@ -60,12 +58,6 @@ def test_csv_truncated_in_a_quoted_text_names_file_and_line(grep_copy: Path) -> 
         load_grep_biasir(grep_copy)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipeline/data/grep_biasir.py accepts a CSV cut inside its last column (the row "
-    "still has 8 fields) (fix: after parsing, reject a file whose last line has no line end: "
-    "'probably truncated')",
-)
 def test_csv_truncated_in_the_last_column_names_file(grep_copy: Path) -> None:
     _truncated_csv(grep_copy, "last column")
     with pytest.raises(GrepBiasIRError, match=rf"{re.escape(DOCS_CSV)}.*truncated"):
@@ -84,12 +76,6 @@ def test_duplicate_doc_id_in_grep_biasir_names_file_and_line(grep_copy: Path) ->
         load_grep_biasir(grep_copy)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipeline/data/grep_biasir.py accepts a repeated q_id in queries.csv; the extract "
-    "stage then fails on data/queries.parquet instead of naming the CSV line (fix: check "
-    "q_id uniqueness in load_grep_biasir, like d_id)",
-)
 def test_duplicate_query_id_in_grep_biasir_names_file_and_line(grep_copy: Path) -> None:
     f = grep_copy / "queries.csv"
     lines = f.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -131,12 +117,6 @@ def test_duplicate_ids_on_read_name_the_file(
         io.read_table(path, schema)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipeline/io.py read_trec_run fills a missing field with null (a truncated last "
-    "line gets a null score and is ranked first) and polars' parse error names no line (fix: "
-    "reject rows with null fields and report the 1-based line number)",
-)
 @pytest.mark.parametrize(
     "text", ["q1 Q0 a 1 1.0 t\nq1 Q0 b 2", "q1 Q0 a 1 1.0 t\nq1 Q0 b 2 x t\n"], ids=str.split
 )
@@ -156,12 +136,6 @@ def test_bm25_refuses_an_empty_corpus() -> None:
         bm25_topk(empty, queries, k=5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipeline/schemas.py accepts an empty corpus, so `score` writes empty doc_scores "
-    "and the run fails stages later (fix: Schema(non_empty=True) for corpus, queries, qrels "
-    "and runs, checked in validate)",
-)
 def test_empty_corpus_is_rejected_on_read(tmp_path: Path) -> None:
     path = tmp_path / "corpus.parquet"
     pq.write_table(
@@ -196,13 +170,6 @@ def test_out_of_range_or_ill_typed_param_names_the_key(
         parse_params(_params(section, key, value))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipeline/params.py does not check evaluate.awrf_target or evaluate.cutoffs, so "
-    "only the evaluate stage fails, with 'awrf_target must be ...' / 'cutoffs must be positive "
-    "integers' and no params key (fix: a choices table for awrf_target and "
-    "_RANGES['evaluate.cutoffs'] = (1, None))",
-)
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
@@ -302,23 +269,12 @@ def test_stage_answers_bad_artifact_with_one_line(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="the evaluate stage's NaN error says 'run:' but not which file (fix: "
-    "Schema(finite=('score',)) for runs and candidates, checked in schemas.validate, so "
-    "io.read_table names the file)",
-)
 def test_nan_run_error_names_the_file(restored: Path) -> None:
     _nan_score(restored / "runs/baseline.parquet")
     assert "runs/baseline.parquet" in _stage(restored, "stages.evaluate", "baseline")
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="the score stage accepts an empty corpus and writes empty doc_scores (exit 0); "
-    "see test_empty_corpus_is_rejected_on_read for the fix",
-)
 def test_score_stage_refuses_an_empty_corpus(restored: Path) -> None:
     corpus = restored / "data/corpus.parquet"
     pl.read_parquet(corpus).head(0).write_parquet(corpus)

@@ -12,7 +12,6 @@ from ir_datasets.formats import TrecQrel
 from pipeline import schemas
 from pipeline.data import irds
 from pipeline.data.trec_fair import (
-    ALIGNMENTS,
     DATASET_ID,
     TrecFairConfig,
     doc_alignments,
@@ -85,7 +84,7 @@ def test_extract_tables_match_the_schemas() -> None:
     schemas.validate(data.queries.to_arrow(), schemas.QUERIES, "queries")
     schemas.validate(data.qrels.to_arrow(), schemas.QRELS, "qrels")
     schemas.validate(data.triples.to_arrow(), schemas.TRIPLES, "triples")
-    schemas.validate(data.alignments.to_arrow(), ALIGNMENTS, "alignments")
+    schemas.validate(data.alignments.to_arrow(), schemas.ALIGNMENTS, "alignments")
     assert data.corpus["text"][0] == "Title 1 Body of 1."
     assert data.queries["split"].value_counts()["count"].to_list() == [2, 2]
     assert data.qrels.height == len(QRELS)
