@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from pipeline import io, schemas
-from pipeline.metrics import EvalInputs
+from pipeline.metrics import METRICS, EvalInputs
 from pipeline.metrics.exposure import awrf_alignments, expected_exposure, intersect
 from pipeline.metrics.suite import aggregate as aggregate_metrics
 from pipeline.metrics.suite import evaluate
@@ -18,6 +18,7 @@ from stages.common import run_stage, setup
 
 log = logging.getLogger("stages.evaluate")
 AWRF_GROUPS = ("F", "M", "N")
+ALIGNED_FAMILIES = ("awrf", "exposure")  # replaced by their alignment-aware versions
 
 
 def _args(parser: argparse.ArgumentParser) -> None:
@@ -54,17 +55,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         doc_groups=groups,
         awrf_target=p.awrf_target,
     )
-    aggregate, per_query = evaluate(inputs, cutoffs=tuple(p.cutoffs))
     alignments = io.read_table("data/alignments.parquet", schemas.ALIGNMENTS)
+    # Multi-dimensional group alignments (TREC Fair 2022): intersectional AWRF and expected
+    # exposure replace the single-label F/M/N families, which are then not run at all.
+    families = [f for f in METRICS if not (alignments.height and f in ALIGNED_FAMILIES)]
+    aggregate, per_query = evaluate(inputs, metrics=families, cutoffs=tuple(p.cutoffs))
     if alignments.height:
-        # Multi-dimensional group alignments (TREC Fair 2022): intersectional AWRF and
-        # expected exposure replace the single-label F/M/N versions.
         aligned = intersect(alignments)
         extra = awrf_alignments(run, aligned, p.cutoffs, p.awrf_target, qrels).join(
             expected_exposure(run, qrels, aligned), on="query_id", how="left"
-        )
-        per_query = per_query.drop(
-            [c for c in extra.columns if c != "query_id" and c in per_query.columns]
         )
         per_query = per_query.join(extra, on="query_id", how="left")
         aggregate = aggregate_metrics(per_query)

@@ -8,15 +8,7 @@ import pytest
 import torch
 
 from pipeline.train.losses import get_loss
-
-S_POS = [0.5, -0.3]
-S_NEG = [0.2, 0.4]
-BATCH = {
-    "psi_pos": torch.tensor([1.0, 0.0]),
-    "psi_neg": torch.tensor([0.0, 1.0]),
-    "zeta_pos": torch.tensor([0.5, 1.0]),
-    "zeta_neg": torch.tensor([1.0, 0.0]),
-}
+from tests.unit.test_losses import BATCH, S_NEG, S_POS
 
 
 def sig(x: float) -> float:
