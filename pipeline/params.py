@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from pipeline.schemas import PSI_SOURCE
+
 DEFAULT_PARAMS = "params.yaml"
 
 
@@ -87,6 +89,15 @@ class TrainParams:
     device: str = "auto"
     devices: int = 1  # > 1: DistributedDataParallel over that many processes
     checkpoint_every: int | None = None  # N: resumable checkpoint every N steps
+    seeds: list[int] | None = None  # [s1, s2, ..]: train each method once per seed
+    length_window: int | None = None  # N: length-bucketed batches within N-batch windows
+
+    def seed_runs(self) -> list[tuple[int, str]]:
+        """``(seed, subfolder)`` per trained model of a method: ``[(seed, "")]`` without
+        ``seeds`` (models/<m>/, runs/<m>/, eval/<m>/), else one ``seed-<n>`` folder each."""
+        if self.seeds is None:
+            return [(self.seed, "")]
+        return [(s, f"seed-{s}") for s in self.seeds]
 
 
 @dataclass(frozen=True)
@@ -173,7 +184,7 @@ class Params:
     methods: dict[str, MethodParams]
 
 
-PSI_COLUMNS = ("bool_abs", "tf_abs", "tc_abs")
+PSI_COLUMNS = tuple(PSI_SOURCE)
 # Reserved: the report's reference row evaluates the BM25 candidates under this name.
 FIRST_STAGE = "bm25"
 DATASETS = ("grep-biasir", "msmarco-passage", "trec-fair-2022")
@@ -205,6 +216,8 @@ _RANGES: dict[str, tuple[float | None, float | None]] = {
     "train.threads": (1, None),
     "train.devices": (1, None),
     "train.checkpoint_every": (1, None),
+    "train.seeds": (0, None),
+    "train.length_window": (1, None),
     "rerank.batch_size": (1, None),
     "evaluate.cutoffs": (1, None),
     "curriculum.sigma": (0, None),
@@ -333,6 +346,11 @@ def _check_names(params: Params) -> None:
         raise ParamsError(
             f"params key 'train.batch_size': {t.batch_size} is not a multiple of train.devices "
             f"({t.devices}); every process takes batch_size / devices triples of each batch"
+        )
+    if t.seeds is not None and (not t.seeds or len(set(t.seeds)) != len(t.seeds)):
+        raise ParamsError(
+            f"params key 'train.seeds': {t.seeds!r} must be a non-empty list of distinct seeds, "
+            "or null (one model per method, seeded by train.seed)"
         )
 
     if params.dataset.name not in DATASETS:

@@ -86,6 +86,9 @@ DOC_SCORES = Schema(
     },
     unique=("doc_id",),
 )
+PSI_SOURCE = {"bool_abs": "psi_bool", "tf_abs": "psi_tf", "tc_abs": "psi_tc"}
+"""params ``psi`` value → the signed ``DOC_SCORES`` column whose absolute value is that Ψ."""
+
 CANDIDATES = Schema(
     "candidates",
     {"query_id": STR, "doc_id": STR, "rank": I64, "score": F64},

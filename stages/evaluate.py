@@ -1,10 +1,20 @@
-"""Stage `evaluate@<method>`: effectiveness and fairness metrics of the method's run."""
+"""Stage `evaluate@<method>`: effectiveness and fairness metrics of the method's run.
+
+Writes `eval/<method>/per_query.parquet` + `metrics.json` and `metrics/<method>.json` (flat
+keys such as `MRR@10`, for `dvc metrics diff`). With `train.seeds`, one `eval/<method>/seed-<n>/`
+folder per seed, and the method's metrics are the means over seeds, with their standard
+deviations under `std` and the seeds under `seeds`.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Sequence
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -13,7 +23,7 @@ from pipeline.metrics import METRICS, EvalInputs
 from pipeline.metrics.exposure import awrf_alignments, expected_exposure, intersect
 from pipeline.metrics.suite import aggregate as aggregate_metrics
 from pipeline.metrics.suite import evaluate
-from pipeline.params import FIRST_STAGE, get_method
+from pipeline.params import FIRST_STAGE, EvaluateParams, get_method
 from stages.common import run_stage, setup
 
 log = logging.getLogger("stages.evaluate")
@@ -29,60 +39,113 @@ def _args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    ns = setup(__doc__ or "", argv, method=True, extra=_args)
-    p = ns.params.evaluate
-    if ns.first_stage:
-        run = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
-        run = run.select("query_id", "doc_id", "score", "rank")
-    else:
-        get_method(ns.params, ns.method)
-        run = io.read_table(f"runs/{ns.method}.parquet", schemas.RUN)
-    qrels = io.read_table("data/qrels.parquet", schemas.QRELS)
-    doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
-    candidates = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
+@dataclass(frozen=True)
+class _Shared:
+    """What every run of the stage is evaluated against."""
+
+    qrels: pl.DataFrame
+    doc_scores: pl.DataFrame
+    candidates: pl.DataFrame
+    groups: pl.DataFrame | None
+    alignments: pl.DataFrame
+
+
+def _shared() -> _Shared:
     corpus = io.read_table("data/corpus.parquet", schemas.CORPUS)
     groups = None
     if "group" in corpus.columns:
         # Documents labelled `both` have no single F/M/N alignment and are dropped from AWRF.
         groups = corpus.select("doc_id", "group").filter(pl.col("group").is_in(AWRF_GROUPS))
-    qrels = qrels.filter(pl.col("query_id").is_in(run["query_id"].unique().implode()))
+    return _Shared(
+        qrels=io.read_table("data/qrels.parquet", schemas.QRELS),
+        doc_scores=io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES),
+        candidates=io.read_table("data/candidates.parquet", schemas.CANDIDATES),
+        groups=groups,
+        alignments=io.read_table("data/alignments.parquet", schemas.ALIGNMENTS),
+    )
+
+
+def evaluate_run(
+    run: pl.DataFrame, s: _Shared, p: EvaluateParams
+) -> tuple[dict[str, float], pl.DataFrame]:
+    """``(aggregates, per-query metrics)`` of one run."""
+    qrels = s.qrels.filter(pl.col("query_id").is_in(run["query_id"].unique().implode()))
     inputs = EvalInputs(
         run=run,
         qrels=qrels,
-        doc_scores=doc_scores,
-        candidates=candidates,
-        doc_groups=groups,
-        awrf_target=p.awrf_target,
+        doc_scores=s.doc_scores,
+        candidates=s.candidates,
+        doc_groups=s.groups,
+        awrf_target="relevant" if p.awrf_target == "relevant" else "uniform",
     )
-    alignments = io.read_table("data/alignments.parquet", schemas.ALIGNMENTS)
     # Multi-dimensional group alignments (TREC Fair 2022): intersectional AWRF and expected
     # exposure replace the single-label F/M/N families, which are then not run at all.
-    families = [f for f in METRICS if not (alignments.height and f in ALIGNED_FAMILIES)]
+    aligned_data = s.alignments.height > 0
+    families = [f for f in METRICS if not (aligned_data and f in ALIGNED_FAMILIES)]
     aggregate, per_query = evaluate(inputs, metrics=families, cutoffs=tuple(p.cutoffs))
-    if alignments.height:
-        aligned = intersect(alignments)
+    if aligned_data:
+        aligned = intersect(s.alignments)
         extra = awrf_alignments(run, aligned, p.cutoffs, p.awrf_target, qrels).join(
             expected_exposure(run, qrels, aligned), on="query_id", how="left"
         )
         per_query = per_query.join(extra, on="query_id", how="left")
         aggregate = aggregate_metrics(per_query)
-    info = {
-        "method": ns.method,
-        "tokenizer": doc_scores["tokenizer"][0] if doc_scores.height else "",
-        "lexicon": doc_scores["lexicon"][0] if doc_scores.height else "",
-    }
-    result = {**aggregate, **info}
+    return aggregate, per_query
+
+
+def over_seeds(per_seed: Mapping[int, Mapping[str, float]]) -> dict[str, Any]:
+    """Mean over seeds of each aggregate every seed has, ``std`` (ddof 1) of each, ``seeds``."""
+    keys = [k for k in next(iter(per_seed.values())) if all(k in a for a in per_seed.values())]
+    values = {k: [float(a[k]) for a in per_seed.values()] for k in keys}
+    mean = {k: statistics.fmean(v) for k, v in values.items()}
+    std = {k: statistics.stdev(v) if len(v) > 1 else 0.0 for k, v in values.items()}
+    return {**mean, "std": std, "seeds": list(per_seed)}
+
+
+def _write(per_query: pl.DataFrame, result: Mapping[str, Any], folder: Path) -> None:
     table = per_query.to_arrow()
     schema = schemas.keyed_schema("per-query metrics", table, "query_id")
-    io.write_table(table, f"eval/{ns.method}/per_query.parquet", schema)
-    io.write_json(result, f"eval/{ns.method}/metrics.json")
+    io.write_table(table, str(folder / "per_query.parquet"), schema)
+    io.write_json(dict(result), str(folder / "metrics.json"))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ns = setup(__doc__ or "", argv, method=True, extra=_args)
+    p = ns.params.evaluate
+    shared = _shared()
+    if ns.first_stage:
+        first = shared.candidates.select("query_id", "doc_id", "score", "rank")
+        runs = {ns.params.train.seed: (first, "")}
+    else:
+        get_method(ns.params, ns.method)
+        runs = {
+            seed: (
+                io.read_table(str(Path("runs", ns.method, sub, "run.parquet")), schemas.RUN),
+                sub,
+            )
+            for seed, sub in ns.params.train.seed_runs()
+        }
+    ds = shared.doc_scores
+    info = {
+        "method": ns.method,
+        "tokenizer": ds["tokenizer"][0] if ds.height else "",
+        "lexicon": ds["lexicon"][0] if ds.height else "",
+    }
+    per_seed: dict[int, dict[str, float]] = {}
+    for seed, (run, sub) in runs.items():
+        aggregate, per_query = evaluate_run(run, shared, p)
+        per_seed[seed] = aggregate
+        _write(per_query, {**aggregate, **info}, Path("eval", ns.method, sub))
+    several = any(sub for _, sub in runs.values())
+    result = {**(over_seeds(per_seed) if several else per_seed[next(iter(per_seed))]), **info}
+    if several:
+        io.write_json(result, f"eval/{ns.method}/metrics.json")
     io.write_json(result, f"metrics/{ns.method}.json")
     log.info(
-        "evaluate@%s: %d queries; %s",
+        "evaluate@%s: %d run(s); %s",
         ns.method,
-        per_query.height,
-        ", ".join(f"{k} {v:.4f}" for k, v in aggregate.items() if k.endswith("@10")),
+        len(runs),
+        ", ".join(f"{k} {v:.4f}" for k, v in result.items() if k.endswith("@10")),
     )
 
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-PSI_SOURCE = {"bool_abs": "psi_bool", "tf_abs": "psi_tf", "tc_abs": "psi_tc"}
+from pipeline.schemas import PSI_SOURCE
+
 DIRECTIONS = ("low_to_high", "high_to_low")
 
 

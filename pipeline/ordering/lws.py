@@ -7,12 +7,8 @@ import logging
 import numpy as np
 import polars as pl
 
-from pipeline.ordering.common import (
-    PSI_SOURCE,
-    OrderingContext,
-    seeded_shuffle,
-    with_positive_psi,
-)
+from pipeline.ordering.common import OrderingContext, seeded_shuffle, with_positive_psi
+from pipeline.schemas import PSI_SOURCE
 
 logger = logging.getLogger(__name__)
 

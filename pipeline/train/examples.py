@@ -14,10 +14,8 @@ import polars as pl
 import torch
 from torch import Tensor
 
+from pipeline.schemas import PSI_SOURCE
 from pipeline.train.batching import Pair, PairEncoder
-
-PSI_COLUMNS = {"bool_abs": "psi_bool", "tf_abs": "psi_tf", "tc_abs": "psi_tc"}
-"""params ``psi`` value → signed ``doc_scores`` column whose absolute value is Ψ."""
 
 TRIPLE_COLUMNS = ("query_id", "pos_doc_id", "neg_doc_id")
 
@@ -34,10 +32,10 @@ class TrainExamples:
 def doc_bias(
     doc_scores: pl.DataFrame, psi_column: str
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """``(Ψ by doc_id, ζ by doc_id)`` with Ψ = ``|doc_scores[PSI_COLUMNS[psi_column]]|``."""
-    if psi_column not in PSI_COLUMNS:
-        raise ValueError(f"unknown psi {psi_column!r}; known: {sorted(PSI_COLUMNS)}")
-    col = PSI_COLUMNS[psi_column]
+    """``(Ψ by doc_id, ζ by doc_id)`` with Ψ = ``|doc_scores[PSI_SOURCE[psi_column]]|``."""
+    if psi_column not in PSI_SOURCE:
+        raise ValueError(f"unknown psi {psi_column!r}; known: {sorted(PSI_SOURCE)}")
+    col = PSI_SOURCE[psi_column]
     missing = {"doc_id", col, "neutrality"} - set(doc_scores.columns)
     if missing:
         raise ValueError(f"doc_scores lacks columns {sorted(missing)}; has {doc_scores.columns}")

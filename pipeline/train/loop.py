@@ -17,10 +17,11 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import torch
 from torch import Tensor, nn
@@ -39,7 +40,6 @@ from pipeline.train.checkpoint import (
 )
 from pipeline.train.distributed import Rank
 from pipeline.train.examples import (
-    PSI_COLUMNS,
     TRIPLE_COLUMNS,
     TrainExamples,
     doc_bias,
@@ -51,7 +51,6 @@ from pipeline.train.model import CrossEncoder, resolve_device
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "PSI_COLUMNS",
     "TRIPLE_COLUMNS",
     "TrainConfig",
     "TrainExamples",
@@ -69,7 +68,8 @@ class TrainConfig:
     ``max_steps`` caps the steps of ``epochs`` passes over the triples; each pass reads the
     triples in the same order. ``grad_clip`` ≤ 0 or ``None`` disables clipping. ``devices``
     > 1 trains on that many DDP ranks, each taking ``batch_size / devices`` triples of every
-    global batch of ``batch_size``.
+    global batch of ``batch_size``. ``length_window`` = W groups triples of similar length
+    into batches within each run of W consecutive batches (see :func:`batch_plan`).
     """
 
     batch_size: int = 16
@@ -85,6 +85,7 @@ class TrainConfig:
     grad_clip: float | None = 1.0
     device: str = "auto"
     devices: int = 1
+    length_window: int | None = None
 
     def __post_init__(self) -> None:
         checks = {
@@ -96,6 +97,7 @@ class TrainConfig:
             "warmup_steps >= 0": self.warmup_steps is None or self.warmup_steps >= 0,
             "max_steps >= 1": self.max_steps is None or self.max_steps >= 1,
             "devices >= 1": self.devices >= 1,
+            "length_window >= 1": self.length_window is None or self.length_window >= 1,
             "batch_size a multiple of devices": self.devices < 1
             or self.batch_size % self.devices == 0,
         }
@@ -115,16 +117,33 @@ class TrainConfig:
         )
 
 
-def _batches(n: int, cfg: TrainConfig) -> Iterator[list[int]]:
-    """Triple indices per step: consecutive slices, epoch after epoch, up to ``total_steps``."""
-    step = 0
-    total = cfg.total_steps(n)
-    while True:
-        for start in range(0, n, cfg.batch_size):
-            if step == total:
-                return
-            step += 1
-            yield list(range(start, min(start + cfg.batch_size, n)))
+def batch_plan(lengths: Sequence[int], cfg: TrainConfig) -> list[list[int]]:
+    """Triple indices of each batch of one pass over the triples (in their given order).
+
+    Plain: consecutive slices of ``batch_size``. With ``length_window`` = W (length-bucketed
+    batches): each run of W × batch_size consecutive triples is sorted by ``lengths`` (the
+    longer of a triple's two sequences; stable), cut into batches, and those W batches are
+    visited in a seeded random order. A batch then pads to a length close to its members',
+    while an ordering (the curriculum) moves by at most one window.
+    """
+    n, size = len(lengths), cfg.batch_size
+    if not cfg.length_window:
+        return [list(range(start, min(start + size, n))) for start in range(0, n, size)]
+    span = cfg.length_window * size
+    plan: list[list[int]] = []
+    for w, start in enumerate(range(0, n, span)):
+        idx = sorted(range(start, min(start + span, n)), key=lengths.__getitem__)
+        chunks = [idx[i : i + size] for i in range(0, len(idx), size)]
+        order = np.random.default_rng([cfg.seed, w]).permutation(len(chunks))
+        plan.extend(chunks[int(i)] for i in order)
+    return plan
+
+
+def _batches(lengths: Sequence[int], cfg: TrainConfig) -> Iterator[list[int]]:
+    """Triple indices per step: the batch plan, epoch after epoch, up to ``total_steps``."""
+    plan = batch_plan(lengths, cfg)
+    total = cfg.total_steps(len(lengths))
+    return itertools.islice(itertools.chain.from_iterable(itertools.repeat(plan)), total)
 
 
 def train_model(
@@ -246,7 +265,8 @@ class _Run:
         net = distributed.wrap(self.model, self.device, self.rank)
         bar = tqdm(total=total, initial=state.step, desc=desc, unit="step", file=sys.stderr,
                    dynamic_ncols=True, disable=not self.rank.is_main)  # fmt: skip
-        todo = itertools.islice(_batches(len(self.ex.pos), cfg), state.step, None)
+        lengths = [max(len(p[0]), len(q[0])) for p, q in zip(self.ex.pos, self.ex.neg, strict=True)]
+        todo = itertools.islice(_batches(lengths, cfg), state.step, None)
         for step, idx in enumerate(todo, start=state.step + 1):
             value, lr = self.step(net, optimizer, idx, step, cfg)
             scheduler.step()

@@ -240,7 +240,7 @@ STAGE_CASES: list[tuple[str, Breaker, tuple[str, ...], str]] = [
         r"data/candidates\.parquet: not a readable Parquet file .*rerun `dvc repro`",
     ),
     (
-        "runs/baseline.parquet",
+        "runs/baseline/run.parquet",
         _nan_score,
         ("stages.evaluate", "baseline"),
         r"1 rows with (a )?non-finite \(NaN/inf\).*'doc_id': '[^']+'.*(drop|Fix)",
@@ -270,8 +270,8 @@ def test_stage_answers_bad_artifact_with_one_line(
 
 @pytest.mark.slow
 def test_nan_run_error_names_the_file(restored: Path) -> None:
-    _nan_score(restored / "runs/baseline.parquet")
-    assert "runs/baseline.parquet" in _stage(restored, "stages.evaluate", "baseline")
+    _nan_score(restored / "runs/baseline/run.parquet")
+    assert "runs/baseline/run.parquet" in _stage(restored, "stages.evaluate", "baseline")
 
 
 @pytest.mark.slow

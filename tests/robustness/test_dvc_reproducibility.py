@@ -23,7 +23,7 @@ from tests.stages.conftest import ROOT, make_repo, run
 
 pytestmark = pytest.mark.slow
 Dvc = Callable[..., subprocess.CompletedProcess[str]]
-COMPARED = ("runs/*.parquet", "runs/*.trec", "metrics/*.json")
+COMPARED = ("runs/*/run.parquet", "runs/*/run.trec", "metrics/*.json")
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_other_seed_changes_the_run(fresh_repo: Path, tmp_path: Path, dvc: Dvc) 
     ran = _ran(out.stdout)
     assert {"train@baseline", "rerank@baseline", "evaluate@baseline"} <= set(ran), out.stdout
     assert not {"extract", "score", "candidates"} & set(ran)
-    for name in ("runs/baseline.parquet", "runs/baseline.trec", "metrics/baseline.json"):
+    for name in ("runs/baseline/run.parquet", "runs/baseline/run.trec", "metrics/baseline.json"):
         assert (repo / name).read_bytes() != (fresh_repo / name).read_bytes(), name
     changed = {k for k, v in _digests(repo, ("data",)).items() if upstream.get(k) != v}
     assert all(k.startswith("data/order/") for k in changed), changed

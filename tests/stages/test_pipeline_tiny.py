@@ -27,7 +27,7 @@ def test_repro_writes_every_artifact(tiny_repo: Path) -> None:
         metrics = json.loads((tiny_repo / f"metrics/{m}.json").read_text())
         assert 0.0 <= metrics["MRR@10"] <= 1.0
         assert 0.0 <= metrics["NFaiRR@10"] <= 1.0
-        run = pl.read_parquet(tiny_repo / f"runs/{m}.parquet")
+        run = pl.read_parquet(tiny_repo / f"runs/{m}/run.parquet")
         assert run["query_id"].n_unique() >= 3
         assert (tiny_repo / f"plots/train/{m}.csv").read_text().startswith("step,loss,lr")
     summary = (tiny_repo / "metrics/summary.md").read_text()
@@ -85,3 +85,56 @@ def test_ill_typed_param_stops_repro(tmp_path: Path, dvc: Dvc) -> None:
         in proc.stderr + proc.stdout
     )
     assert not (repo / "data/corpus.parquet").exists()
+
+
+def _head_copy(tiny_repo: Path, dest: Path, dvc: Dvc) -> Path:
+    """A copy of the tiny repository with its workspace back at HEAD (earlier tests ran
+    experiments in it)."""
+    shutil.copytree(tiny_repo, dest)
+    from tests.stages.conftest import run
+
+    run(["git", "reset", "-q", "--hard", "HEAD"], dest)
+    dvc(dest, "checkout", "-f", "-q")
+    return dest
+
+
+def test_seeds_train_each_method_per_seed(tiny_repo: Path, tmp_path: Path, dvc: Dvc) -> None:
+    repo = _head_copy(tiny_repo, tmp_path / "r", dvc)
+    out = dvc(repo, "exp", "run", "-S", "train.seeds=[1,2]")
+    ran = _ran(out.stdout)
+    assert "train@baseline" in ran and not {"extract", "score", "candidates"} & ran, out.stdout
+    assert not any(stage.startswith("order") for stage in ran), out.stdout
+    for m in ("baseline", "penalty_irrelevant"):
+        seeds = {}
+        for seed in (1, 2):
+            assert (repo / f"models/{m}/seed-{seed}/cross_encoder.safetensors").is_file()
+            assert (repo / f"runs/{m}/seed-{seed}/run.trec").is_file()
+            seeds[seed] = json.loads((repo / f"eval/{m}/seed-{seed}/metrics.json").read_text())
+        metrics = json.loads((repo / f"metrics/{m}.json").read_text())
+        assert metrics["seeds"] == [1, 2]
+        for key in ("MRR@10", "NFaiRR@10"):
+            values = [seeds[1][key], seeds[2][key]]
+            assert metrics[key] == pytest.approx(sum(values) / 2)
+            assert metrics["std"][key] == pytest.approx(abs(values[0] - values[1]) / 2**0.5)
+    models = [(repo / f"models/baseline/seed-{s}/cross_encoder.safetensors") for s in (1, 2)]
+    assert models[0].read_bytes() != models[1].read_bytes()
+    summary = (repo / "metrics/summary.md").read_text()
+    assert "±" in summary and "mean ± std over its seeds" in summary, summary
+
+
+def test_metrics_diff_between_two_experiments(tiny_repo: Path, tmp_path: Path, dvc: Dvc) -> None:
+    repo = _head_copy(tiny_repo, tmp_path / "r", dvc)
+    for name, lam in (("lam-a", "0.001"), ("lam-b", "2")):
+        dvc(repo, "exp", "run", "-n", name, "-S", f"methods.penalty_irrelevant.lambda={lam}")
+    changed = json.loads(dvc(repo, "metrics", "diff", "lam-a", "lam-b", "--json").stdout)
+    assert set(changed) == {"metrics/penalty_irrelevant.json"}, changed  # the others: same
+    full = json.loads(dvc(repo, "metrics", "diff", "lam-a", "lam-b", "--all", "--json").stdout)
+    flat = full["metrics/penalty_irrelevant.json"]
+    assert {"MRR@10", "ARaB-tf-abs@10", "NFaiRR@10", "nDCG@10"} <= set(flat), flat
+    for key, row in changed["metrics/penalty_irrelevant.json"].items():
+        assert row["diff"] == pytest.approx(row["new"] - row["old"]), key
+    assert full["metrics/baseline.json"]["MRR@10"]["diff"] == 0
+    table = dvc(repo, "metrics", "diff", "lam-a", "lam-b", "--all", "--md").stdout
+    assert re.search(r"\| metrics/penalty_irrelevant\.json +\| MRR@10 +\| [0-9.]+ +\|", table), (
+        table
+    )

@@ -90,3 +90,18 @@ def test_malformed_yaml_names_file(tmp_path: Path) -> None:
     f.write_text("train: [unclosed\n")
     with pytest.raises(ParamsError, match=r"params\.yaml: malformed YAML"):
         load_params(f)
+
+
+def test_seeds_give_one_folder_per_seed() -> None:
+    raw = yaml.safe_load(Path("params.yaml").read_text())
+    assert parse_params(raw).train.seed_runs() == [(42, "")]
+    raw["train"]["seeds"] = [3, 1]
+    assert parse_params(raw).train.seed_runs() == [(3, "seed-3"), (1, "seed-1")]
+
+
+@pytest.mark.parametrize("seeds", [[], [1, 1]])
+def test_seeds_must_be_distinct_and_not_empty(seeds: list[int]) -> None:
+    raw = yaml.safe_load(Path("params.yaml").read_text())
+    raw["train"]["seeds"] = seeds
+    with pytest.raises(ParamsError, match=r"'train\.seeds'.*non-empty list of distinct seeds"):
+        parse_params(raw)
