@@ -5,5 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 .venv/bin/python -m ruff check .
-.venv/bin/python -m mypy pipeline stages
+.venv/bin/python -m mypy pipeline stages benchmarks
 .venv/bin/python -m pytest -q

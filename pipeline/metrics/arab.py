@@ -32,7 +32,9 @@ def arab(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
     ranked = _with_pairs(top_k(ctx.run, max(cutoffs)), doc_scores)
     rab = ranked.sort(["query_id", "rank"]).with_columns(_rab_diff(x) for x in MEASURES)
     per_k = [_arab_at(rab, k) for k in cutoffs]
-    missing = ranked.group_by("query_id").agg(pl.col("_missing").sum().alias(MISSING))
+    missing = ranked.group_by("query_id", maintain_order=True).agg(
+        pl.col("_missing").sum().alias(MISSING)
+    )
     values = per_k[0]
     for frame in [*per_k[1:], missing]:
         values = values.join(frame, on="query_id")
@@ -60,7 +62,7 @@ def _arab_at(rab: pl.DataFrame, k: int) -> pl.DataFrame:
     """Mean of the RaB difference over t = 1..min(k, len): the signed and absolute ARaB@k."""
     means = (
         top_k(rab, k)
-        .group_by("query_id")
+        .group_by("query_id", maintain_order=True)
         .agg(pl.col(f"_rab_{x}").mean().alias(f"ARaB-{x}@{k}") for x in MEASURES)
     )
     return means.with_columns(

@@ -38,11 +38,11 @@ def awrf(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
     doc_groups = require(ctx, "doc_groups", "awrf")
     base = query_frame(ctx.run)
     ranked = top_k(ctx.run, max(cutoffs)).join(doc_groups, on="doc_id", how="left")
-    counts = ranked.group_by("query_id").agg(
+    counts = ranked.group_by("query_id", maintain_order=True).agg(
         pl.col("group").null_count().cast(pl.Int64).alias(UNGROUPED)
     )
     target = _target(ctx, base, doc_groups)
-    fallback = target.group_by("query_id").agg(pl.col(FALLBACK).first())
+    fallback = target.group_by("query_id", maintain_order=True).agg(pl.col(FALLBACK).first())
     out = base
     for k in cutoffs:
         dist = run_distribution(ranked.filter(pl.col("rank") <= k))
@@ -66,7 +66,8 @@ def run_distribution(ranked: pl.DataFrame) -> pl.DataFrame:
     """
     weight = 1.0 / pl.max_horizontal(pl.col("rank"), 2).cast(pl.Float64).log(2)
     labelled = ranked.filter(pl.col("group").is_not_null()).with_columns(weight.alias("_w"))
-    mass = labelled.group_by("query_id", "group").agg(pl.col("_w").sum())
+    labelled = labelled.sort("query_id", "rank")  # float sums in one fixed order: bit-identical
+    mass = labelled.group_by("query_id", "group", maintain_order=True).agg(pl.col("_w").sum())
     return mass.select(
         "query_id", "group", (pl.col("_w") / pl.col("_w").sum().over("query_id")).alias("p")
     )
@@ -81,9 +82,12 @@ def one_minus_jsd(dist: pl.DataFrame, target: pl.DataFrame, name: str) -> pl.Dat
         pl.col("p").fill_null(0.0)
     )
     both = both.join(dist.select("query_id").unique(), on="query_id", how="semi")
+    both = both.sort("query_id", "group")  # float sums in one fixed order: bit-identical reruns
     m = (pl.col("p") + pl.col("q")) / 2
     kl_terms = _xlogy(pl.col("p"), m) + _xlogy(pl.col("q"), m)
-    return both.group_by("query_id").agg((1.0 - 0.5 * kl_terms.sum()).alias(name))
+    return both.group_by("query_id", maintain_order=True).agg(
+        (1.0 - 0.5 * kl_terms.sum()).alias(name)
+    )
 
 
 def _xlogy(x: pl.Expr, m: pl.Expr) -> pl.Expr:
@@ -93,7 +97,9 @@ def _xlogy(x: pl.Expr, m: pl.Expr) -> pl.Expr:
 
 def _target(ctx: EvalInputs, base: pl.DataFrame, doc_groups: pl.DataFrame) -> pl.DataFrame:
     """`query_id, group, q, awrf_target_fallback` for every run query × known group."""
-    groups = doc_groups.group_by("group").agg(pl.len().alias("_n")).sort("group")
+    groups = (
+        doc_groups.group_by("group", maintain_order=True).agg(pl.len().alias("_n")).sort("group")
+    )
     grid = base.join(groups, how="cross")
     if ctx.awrf_target == "uniform":
         return grid.select(
@@ -104,7 +110,7 @@ def _target(ctx: EvalInputs, base: pl.DataFrame, doc_groups: pl.DataFrame) -> pl
         )
     qrels = require(ctx, "qrels", "awrf (target 'relevant')")
     relevant = qrels.filter(pl.col("relevance") > 0).join(doc_groups, on="doc_id")
-    shares = relevant.group_by("query_id", "group").agg(pl.len().alias("_r"))
+    shares = relevant.group_by("query_id", "group", maintain_order=True).agg(pl.len().alias("_r"))
     shares = shares.with_columns((pl.col("_r") / pl.col("_r").sum().over("query_id")).alias("_rel"))
     grid = grid.join(shares.drop("_r"), on=["query_id", "group"], how="left").with_columns(
         (pl.col("_n") / pl.col("_n").sum().over("query_id")).alias("_bg"),

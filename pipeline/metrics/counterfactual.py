@@ -71,7 +71,7 @@ def version_ranks(run: pl.DataFrame, qrels: pl.DataFrame, doc_groups: pl.DataFra
     ranked = relevant.join(
         run.select("query_id", "doc_id", "rank"), on=["query_id", "doc_id"], how="left"
     )
-    return ranked.group_by("query_id").agg(
+    return ranked.group_by("query_id", maintain_order=True).agg(
         pl.col("rank").filter(pl.col("group") == FEMALE).min().alias("rank_f"),
         pl.col("rank").filter(pl.col("group") == MALE).min().alias("rank_m"),
     )

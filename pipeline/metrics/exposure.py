@@ -94,13 +94,18 @@ def awrf_alignments(
 ) -> pl.DataFrame:
     """Per-query `AWRF@k` (+ `nDCGxAWRF@k` with qrels, `awrf_skipped@k` counts)."""
     base = query_frame(run)
-    ranked = top_k(run, max(cutoffs)).join(alignments, on="doc_id")
+    # sorted: float sums below then add in one fixed order (bit-identical reruns)
+    ranked = (
+        top_k(run, max(cutoffs)).join(alignments, on="doc_id").sort("query_id", "rank", "group")
+    )
     ranked = ranked.with_columns((_discount_expr() * pl.col("weight")).alias("_w"))
     goal = _awrf_target(base, alignments, target, qrels, background)
     out = base
     for k in cutoffs:
         mass = (
-            ranked.filter(pl.col("rank") <= k).group_by("query_id", "group").agg(pl.col("_w").sum())
+            ranked.filter(pl.col("rank") <= k)
+            .group_by("query_id", "group", maintain_order=True)
+            .agg(pl.col("_w").sum())
         )
         dist = mass.select(
             "query_id", "group", (pl.col("_w") / pl.col("_w").sum().over("query_id")).alias("p")
@@ -137,10 +142,15 @@ def _awrf_target(
     bg = (
         background
         if background is not None
-        else alignments.group_by("group").agg((pl.col("weight").sum() / n_docs).alias("weight"))
+        else alignments.group_by("group", maintain_order=True).agg(
+            (pl.col("weight").sum() / n_docs).alias("weight")
+        )
     )
     rel = qrels.filter(pl.col("relevance") > 0).join(alignments, on="doc_id")
-    rel = rel.group_by("query_id", "group").agg(pl.col("weight").sum().alias("_r"))
+    rel = rel.sort("query_id", "doc_id", "group")
+    rel = rel.group_by("query_id", "group", maintain_order=True).agg(
+        pl.col("weight").sum().alias("_r")
+    )
     rel = rel.with_columns(pl.col("_r") / pl.col("_r").sum().over("query_id"))
     grid = base.join(groups, how="cross").join(bg.rename({"weight": "_bg"}), on="group", how="left")
     grid = grid.join(rel, on=["query_id", "group"], how="left").with_columns(
@@ -244,7 +254,7 @@ def _vectors(alignments: pl.DataFrame, groups: list[str]) -> Vectors:
     coded = alignments.with_columns(
         pl.col("group").replace_strict(groups, list(range(len(groups)))).alias("_g")
     )
-    per_doc = coded.group_by("doc_id").agg("_g", "weight")
+    per_doc = coded.group_by("doc_id", maintain_order=True).agg("_g", "weight")
     return {d: (np.asarray(g), np.asarray(w)) for d, g, w in per_doc.iter_rows()}
 
 

@@ -120,7 +120,7 @@ def _check_ranks(df: pl.DataFrame, name: str) -> None:
     """Each query's ranks must be exactly 1..n (what every rank-based metric reads)."""
     if df.height == 0:
         raise ValueError(f"{name}: the table is empty; expected at least one ranked document")
-    per_query = df.group_by("query_id").agg(
+    per_query = df.group_by("query_id", maintain_order=True).agg(
         pl.len().alias("n"),
         pl.col("rank").min().alias("lo"),
         pl.col("rank").max().alias("hi"),

@@ -32,7 +32,7 @@ def liwc(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
     )
     ranked = top_k(ctx.run, max(cutoffs)).join(shares, on="doc_id", how="left")
     ranked = ranked.with_columns(pl.col("_diff").fill_null(0.0), pl.col("_missing").fill_null(1))
-    values = ranked.group_by("query_id").agg(
+    values = ranked.group_by("query_id", maintain_order=True).agg(
         *(
             (pl.col("_diff").filter(pl.col("rank") <= k).mean().abs() * 100).alias(f"LIWC@{k}")
             for k in cutoffs

@@ -71,7 +71,7 @@ def _sums(rows: pl.DataFrame, cutoffs: tuple[int, ...], prefix: str, count: str)
     weighted = rows.with_columns(
         (pl.col("neutrality") / (pl.col("rank") + 1).cast(pl.Float64).log(2)).alias("_w")
     )
-    return weighted.group_by("query_id").agg(
+    return weighted.group_by("query_id", maintain_order=True).agg(
         *(pl.col("_w").filter(pl.col("rank") <= k).sum().alias(f"{prefix}@{k}") for k in cutoffs),
         pl.col("_missing").sum().alias(count),
     )
