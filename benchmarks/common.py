@@ -83,11 +83,14 @@ def write_row(name: str, row: dict[str, Any], out: Path | None = None) -> None:
     log.info("%s", json.dumps(row))
 
 
-def report(name: str, unit: str, ours: list[float], naive: list[float], higher: bool) -> dict[str, Any]:
+def report(
+    name: str, unit: str, ours: list[float], naive: list[float], higher: bool
+) -> dict[str, Any]:
     """Medians of both sides and their ratio (>1 = ours is better), logged as one line."""
     o, n = statistics.median(ours), statistics.median(naive)
     ratio = (o / n) if higher else (n / o)
-    log.info("%s: ours %.4g %s, naive %.4g %s, ours/naive speed-up %.2fx", name, o, unit, n, unit, ratio)
+    msg = "%s: ours %.4g %s, naive %.4g %s, speed-up (ours vs naive) %.2fx"
+    log.info(msg, name, o, unit, n, unit, ratio)
     return {"ours_median": o, "naive_median": n, "speedup": ratio, "unit": unit}
 
 

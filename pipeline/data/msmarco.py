@@ -57,6 +57,7 @@ QUERY_SETS = {
     "1765": RESOURCES / "querysets" / "msmarco_1765.tsv",
 }
 SHIPPED_RUNS = {"215": RESOURCES / "runs" / "msmarco_passage_215" / "BM25.run.gz"}
+DOCPAIR_FIELDS = ("query_id", "doc_id_a", "doc_id_b")  # ir_datasets GenericDocPair
 QuerySet = Literal["215", "1765"]
 NEEDS = [
     (DEV_ID, "qrels"),
@@ -116,20 +117,24 @@ def iter_triples(dataset: Any, cfg: MsmarcoConfig) -> Iterator[Any]:
     return sample_stream(dataset.docpairs_iter(), rows)
 
 
-def triples_batches(pairs: Iterable[Any], batch_size: int) -> Iterator[pa.Table]:
-    """Arrow batches `query_id, pos_doc_id, neg_doc_id, source` from doc pairs."""
+def triples_batches(pairs: Iterable[Any], batch_size: int) -> Iterator[pl.DataFrame]:
+    """Batches `query_id, pos_doc_id, neg_doc_id, source` from doc pairs.
+
+    A `GenericDocPair` is the tuple `(query_id, doc_id_a, doc_id_b)`: polars reads the rows
+    as they are (no per-row Python work); other pair objects are read by field name.
+    """
     bar = tqdm(desc="triples", unit="triple", mininterval=5.0)
+    names = ["query_id", "pos_doc_id", "neg_doc_id"]
     for chunk in batched(pairs, batch_size):
-        q, pos, neg = zip(*((p.query_id, p.doc_id_a, p.doc_id_b) for p in chunk), strict=True)
-        bar.update(len(chunk))
-        yield pa.table(
-            {
-                "query_id": pa.array(q, pa.string()),
-                "pos_doc_id": pa.array(pos, pa.string()),
-                "neg_doc_id": pa.array(neg, pa.string()),
-                "source": pa.array(["triples-small"] * len(chunk), pa.string()),
-            }
+        first = chunk[0]
+        rows = (
+            chunk
+            if isinstance(first, tuple) and getattr(first, "_fields", None) == DOCPAIR_FIELDS
+            else [(p.query_id, p.doc_id_a, p.doc_id_b) for p in chunk]
         )
+        frame = pl.DataFrame(rows, schema={n: pl.String for n in names}, orient="row")
+        bar.update(len(chunk))
+        yield frame.with_columns(source=pl.lit("triples-small"))
     bar.close()
 
 
