@@ -1,6 +1,6 @@
 """Markdown table of the newest row of every ``benchmarks/results/*.jsonl`` (for the README).
 
-    python -m benchmarks.summarise
+python -m benchmarks.summarise
 """
 
 from __future__ import annotations

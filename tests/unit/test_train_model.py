@@ -77,6 +77,7 @@ def test_load_trained_rejects_other_directories(tmp_path: Path) -> None:
 def test_minilm_loads_offline_from_package(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+
     def no_network(*args: object, **kwargs: object) -> None:
         raise AssertionError(f"network access while loading the shipped model: {args}")
 
