@@ -44,6 +44,9 @@ _OFFSETS = tuple(
 _PALETTE = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9")  # no grey (C7): reference
 
 
+LINESTYLES = ("-", "--", ":", "-.")
+
+
 def axis_label(metric: str) -> str:
     """`metric` with its direction: `MRR@10 ↑`, `NFaiRR@10 ↑ fairer`, `|ARaB-tf|@10 ↓ fairer`."""
     base, _, k = metric.partition("@")
@@ -205,14 +208,16 @@ def training_figure(curves: Mapping[str, pl.DataFrame]) -> Figure:
 
     Each curve has the columns `step, loss, lr` (the `plots/train/<method>.csv` of train@).
     """
-    fig = Figure(figsize=(6.5, 5.0))
+    fig = Figure(figsize=(9.0, 5.2), layout="constrained")
     loss_ax, lr_ax = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1))
     for i, (method, curve) in enumerate(curves.items()):
-        loss_ax.plot(curve["step"], curve["loss"], label=method, color=f"C{i}", linewidth=1.2)
-        lr_ax.plot(curve["step"], curve["lr"], color=f"C{i}", linewidth=1.0)
+        # 10 colours × 4 dash styles: up to 40 methods stay distinguishable
+        style = {"color": f"C{i % 10}", "linestyle": LINESTYLES[i // 10 % len(LINESTYLES)]}
+        loss_ax.plot(curve["step"], curve["loss"], label=method, linewidth=1.2, **style)
+        lr_ax.plot(curve["step"], curve["lr"], linewidth=1.0, **style)
     loss_ax.set_ylabel("training loss ↓")
-    loss_ax.legend(fontsize=8)
     loss_ax.grid(True, alpha=0.3)
+    fig.legend(loc="outside right upper", fontsize=7, title="method", title_fontsize=8)
     lr_ax.set_ylabel("learning rate")
     lr_ax.set_xlabel("step")
     lr_ax.grid(True, alpha=0.3)
