@@ -8,6 +8,7 @@ first); each test works on a copy of it.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -52,11 +53,20 @@ def _outs(lock: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _committed(repo: Path, path: str, md5: str) -> bytes:
-    """The committed bytes of `path`: from the DVC cache, or from git for `cache: false`."""
-    cached = repo / ".dvc/cache/files/md5" / md5[:2] / md5[2:]
-    if cached.is_file():
-        return cached.read_bytes()
+def _cached(repo: Path, md5: str) -> Path:
+    return repo / ".dvc/cache/files/md5" / md5[:2] / md5[2:]
+
+
+def _committed(repo: Path, path: str, outs: dict[str, str]) -> bytes:
+    """The committed bytes of `path`: from the DVC cache (a file output, or a file inside a
+    directory output, through the directory's listing), or from git for `cache: false`."""
+    if path not in outs:
+        folder = next(d for d in outs if path.startswith(d + "/"))
+        listing = json.loads(_cached(repo, outs[folder]).read_text())
+        md5 = next(e["md5"] for e in listing if e["relpath"] == path[len(folder) + 1 :])
+        return _cached(repo, md5).read_bytes()
+    if _cached(repo, outs[path]).is_file():
+        return _cached(repo, outs[path]).read_bytes()
     return run(["git", "show", f"HEAD:{path}"], repo).stdout.encode()
 
 
@@ -83,7 +93,7 @@ def test_same_seed_gives_byte_identical_outputs(tiny_repo: Path, fresh_repo: Pat
     assert len([p for p in files if p.suffix == ".parquet"]) >= 2
     for path in files:
         rel = str(path.relative_to(fresh_repo))
-        assert path.read_bytes() == _committed(tiny_repo, rel, first[rel]), rel
+        assert path.read_bytes() == _committed(tiny_repo, rel, first), rel
 
 
 def test_other_seed_changes_the_run(fresh_repo: Path, tmp_path: Path, dvc: Dvc) -> None:
