@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import logging
 import math
-import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 import torch
-from tqdm import tqdm
 from transformers import PreTrainedTokenizerBase
 
+from pipeline.progress import progress
 from pipeline.train.batching import Pair, PairEncoder, collate
 from pipeline.train.model import CrossEncoder, resolve_device
 
@@ -38,9 +37,7 @@ def score_pairs(
     order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]))
     scores = [math.nan] * len(pairs)
     use_bf16 = device.type == "cuda"
-    with tqdm(
-        total=len(pairs), desc="rerank", unit="seq", file=sys.stderr, dynamic_ncols=True
-    ) as bar:
+    with progress(total=len(pairs), desc="rerank", unit="seq") as bar:
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
             inputs = {k: v.to(device) for k, v in collate([pairs[i] for i in idx], pad_id).items()}
@@ -50,6 +47,35 @@ def score_pairs(
                 scores[i] = value
             bar.update(len(idx))
     return scores
+
+
+def score_ids(
+    model: CrossEncoder,
+    tokenizer: PreTrainedTokenizerBase,
+    keys: Sequence[tuple[str, str]],
+    texts: tuple[Mapping[str, str], Mapping[str, str]],
+    lengths: tuple[int, int],
+    batch_size: int,
+    device: str | torch.device,
+) -> list[float]:
+    """Model scores of ``(query_id, doc_id)`` pairs in order, in inference mode on ``device``.
+
+    ``texts`` = (queries, docs) by id; ``lengths`` = (max_len, q_len). Unknown ids raise
+    ``ValueError``. The model moves to ``device`` and keeps its train/eval mode.
+    """
+    queries, docs = texts
+    max_len, q_len = lengths
+    encoder = PairEncoder(tokenizer, max_len, q_len)
+    encoder.add(queries, docs, (q for q, _ in keys), (d for _, d in keys))
+    pairs = [encoder.pair(q, d) for q, d in keys]
+    dev = resolve_device(device)
+    was_training = model.training
+    model.to(dev).eval()
+    try:
+        with torch.inference_mode():
+            return score_pairs(model, pairs, batch_size, dev, encoder.pad_id) if pairs else []
+    finally:
+        model.train(was_training)
 
 
 def _check_finite(cands: pl.DataFrame, scores: list[float]) -> None:
@@ -108,21 +134,14 @@ def rerank(
     """
     cands = _validated(candidates, batch_size)
     qids, dids = cands["query_id"].to_list(), cands["doc_id"].to_list()
-    encoder = PairEncoder(tokenizer, max_len, q_len).add(queries, docs, qids, dids)
-    pairs = [encoder.pair(q, d) for q, d in zip(qids, dids, strict=True)]
-    dev = resolve_device(device)
-    was_training = model.training
-    model.to(dev).eval()
+    keys = list(zip(qids, dids, strict=True))
     start = time.perf_counter()
-    try:
-        with torch.inference_mode():
-            scores = score_pairs(model, pairs, batch_size, dev, encoder.pad_id) if pairs else []
-    finally:
-        model.train(was_training)
+    texts, lengths = (queries, docs), (max_len, q_len)
+    scores = score_ids(model, tokenizer, keys, texts, lengths, batch_size, device)
     seconds = max(time.perf_counter() - start, 1e-9)
     _check_finite(cands, scores)
     n_queries = len(set(qids))
-    rate = len(pairs) / seconds
+    rate = len(keys) / seconds
     msg = "reranked %d sequences of %d queries in %.1f s (%.1f seq/s) on %s"
-    logger.info(msg, len(pairs), n_queries, seconds, rate, dev)
+    logger.info(msg, len(keys), n_queries, seconds, rate, resolve_device(device))
     return rank_run(cands, scores).cast(RUN_SCHEMA)  # type: ignore[arg-type]

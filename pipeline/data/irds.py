@@ -26,9 +26,9 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tqdm import tqdm
 
 from pipeline.io import atomic_path
+from pipeline.progress import progress
 from pipeline.schemas import Schema, validate
 
 log = logging.getLogger(__name__)
@@ -209,7 +209,7 @@ def lookup_docs(
     """
     n_missing = 0
     first_missing: list[str] = []
-    bar = tqdm(total=len(doc_ids), desc=desc, unit="doc", mininterval=5.0)
+    bar = progress(total=len(doc_ids), desc=desc, unit="doc", mininterval=5.0)
     for chunk in batched(doc_ids, batch_size):
         found = docs_store.get_many(chunk)
         lacking = [d for d in chunk if d not in found]
@@ -242,7 +242,9 @@ def bm25_over_docs(
     doc_ids: list[str] = []
 
     def texts() -> Iterator[str]:
-        for doc_id, text in tqdm(docs, total=total, desc="bm25 index", unit="doc", mininterval=5):
+        for doc_id, text in progress(
+            docs, total=total, desc="bm25 index", unit="doc", mininterval=5
+        ):
             doc_ids.append(doc_id)
             yield text or ""
 

@@ -28,7 +28,6 @@ from typing import Any, Literal
 
 import polars as pl
 import pyarrow as pa
-from tqdm import tqdm
 
 from pipeline import io, schemas
 from pipeline.data.irds import (
@@ -45,6 +44,7 @@ from pipeline.data.irds import (
     select_rows,
     write_batches,
 )
+from pipeline.progress import progress
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ def triples_batches(pairs: Iterable[Any], batch_size: int) -> Iterator[pl.DataFr
     A `GenericDocPair` is the tuple `(query_id, doc_id_a, doc_id_b)`: polars reads the rows
     as they are (no per-row Python work); other pair objects are read by field name.
     """
-    bar = tqdm(desc="triples", unit="triple", mininterval=5.0)
+    bar = progress(desc="triples", unit="triple", mininterval=5.0)
     names = ["query_id", "pos_doc_id", "neg_doc_id"]
     for chunk in batched(pairs, batch_size):
         first = chunk[0]

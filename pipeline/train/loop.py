@@ -15,7 +15,6 @@ import dataclasses
 import itertools
 import logging
 import math
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,9 +25,9 @@ import polars as pl
 import torch
 from torch import Tensor, nn
 from torch.optim import Optimizer
-from tqdm import tqdm
 from transformers import PreTrainedTokenizerBase, get_linear_schedule_with_warmup
 
+from pipeline.progress import progress
 from pipeline.train import distributed
 from pipeline.train.adversary import AdversaryHead, adversarial_loss
 from pipeline.train.batching import PairEncoder, collate
@@ -263,8 +262,8 @@ class _Run:
         optimizer, scheduler = _optimizer(self.model, cfg, self.device, total)
         state = saver.resume(self.model, optimizer, scheduler) if saver else TrainState()
         net = distributed.wrap(self.model, self.device, self.rank)
-        bar = tqdm(total=total, initial=state.step, desc=desc, unit="step", file=sys.stderr,
-                   dynamic_ncols=True, disable=not self.rank.is_main)  # fmt: skip
+        bar = progress(total=total, initial=state.step, desc=desc, unit="step",
+                       disable=not self.rank.is_main)  # fmt: skip
         lengths = [max(len(p[0]), len(q[0])) for p, q in zip(self.ex.pos, self.ex.neg, strict=True)]
         todo = itertools.islice(_batches(lengths, cfg), state.step, None)
         for step, idx in enumerate(todo, start=state.step + 1):

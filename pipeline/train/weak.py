@@ -24,9 +24,8 @@ from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
 from pipeline.bias.complexity import STOP_WORDS
-from pipeline.rerank import score_pairs
-from pipeline.train.batching import PairEncoder
-from pipeline.train.model import CrossEncoder, resolve_device
+from pipeline.rerank import score_ids
+from pipeline.train.model import CrossEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -196,17 +195,12 @@ def score_triples(
 
     Rows align with ``triples``. Every unique (query, document) pair is scored once, with
     the original query texts (f_B is applied to the data f_R trains on); ``model`` is left
-    in eval mode on ``device``.
+    on ``device``.
     """
     qids, pos, neg = (triples[c].cast(pl.String).to_list() for c in TRIPLE_COLUMNS)
-    encoder = PairEncoder(tokenizer, max_len, q_len).add(queries, docs, qids, pos + neg)
     keys = list(dict.fromkeys([*zip(qids, pos, strict=True), *zip(qids, neg, strict=True)]))
-    dev = resolve_device(device)
-    model.to(dev).eval()
-    with torch.inference_mode():
-        values = score_pairs(
-            model, [encoder.pair(q, d) for q, d in keys], batch_size, dev, encoder.pad_id
-        )
+    texts, lengths = (queries, docs), (max_len, q_len)
+    values = score_ids(model, tokenizer, keys, texts, lengths, batch_size, device)
     table = dict(zip(keys, values, strict=True))
     logger.info("weak learner scored %d pairs of %d triples", len(keys), triples.height)
     return triples.select(*TRIPLE_COLUMNS).with_columns(

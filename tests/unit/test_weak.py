@@ -92,7 +92,9 @@ def test_score_triples_gives_the_models_scores_and_feeds_poe() -> None:
     docs = {"x": "she is a nurse", "y": "he fixes cars", "z": "the weather"}
     scored = score_triples(model, tok, triples, queries, docs, max_len=32, q_len=8, device="cpu")
     assert scored.columns == ["query_id", "pos_doc_id", "neg_doc_id", "weak_pos", "weak_neg"]
+    assert model.training  # scoring keeps the model's mode (and scores without dropout)
     enc = PairEncoder(tok, 32, 8).add(queries, docs, ["a", "b"], ["x", "y", "z"])
+    model.eval()
     with torch.no_grad():
         direct = model(**collate([enc.pair("a", "x"), enc.pair("b", "x")], enc.pad_id))
     assert scored["weak_pos"][0] == pytest.approx(direct[0].item(), abs=1e-5)
