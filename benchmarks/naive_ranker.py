@@ -14,9 +14,10 @@ from transformers import PreTrainedTokenizerBase
 from pipeline.train.model import CrossEncoder
 
 
-def _encode(
+def encode_padded(
     tokenizer: PreTrainedTokenizerBase, queries: list[str], docs: list[str], max_len: int
 ) -> dict[str, torch.Tensor]:
+    """``[CLS] q [SEP] d [SEP]`` pairs tokenised now, passages truncated, padded to max_len."""
     enc = tokenizer(
         queries,
         docs,
@@ -44,7 +45,7 @@ def naive_train(
         batch = triples[start : start + batch_size]
         queries = [q for q, _, _ in batch] * 2
         docs = [p for _, p, _ in batch] + [n for _, _, n in batch]
-        scores = model(**_encode(tokenizer, queries, docs, max_len))
+        scores = model(**encode_padded(tokenizer, queries, docs, max_len))
         pos, neg = scores.split(len(batch))
         loss = torch.clamp(1.0 - torch.tanh(pos) + torch.tanh(neg), min=0).mean()
         optimizer.zero_grad()
@@ -67,6 +68,6 @@ def naive_rerank(
     scores: list[float] = []
     for start in range(0, len(pairs), batch_size):
         batch = pairs[start : start + batch_size]
-        inputs = _encode(tokenizer, [q for q, _ in batch], [d for _, d in batch], max_len)
+        inputs = encode_padded(tokenizer, [q for q, _ in batch], [d for _, d in batch], max_len)
         scores.extend(model(**inputs).tolist())
     return scores

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from pipeline.metrics.exposure import awrf_alignments, expected_exposure, inters
 from pipeline.metrics.suite import aggregate as aggregate_metrics
 from pipeline.metrics.suite import evaluate
 from pipeline.params import FIRST_STAGE, EvaluateParams, get_method
+from pipeline.report.significance import mean_std
 from stages.common import run_stage, setup
 
 log = logging.getLogger("stages.evaluate")
@@ -96,9 +96,9 @@ def evaluate_run(
 def over_seeds(per_seed: Mapping[int, Mapping[str, float]]) -> dict[str, Any]:
     """Mean over seeds of each aggregate every seed has, ``std`` (ddof 1) of each, ``seeds``."""
     keys = [k for k in next(iter(per_seed.values())) if all(k in a for a in per_seed.values())]
-    values = {k: [float(a[k]) for a in per_seed.values()] for k in keys}
-    mean = {k: statistics.fmean(v) for k, v in values.items()}
-    std = {k: statistics.stdev(v) if len(v) > 1 else 0.0 for k, v in values.items()}
+    spread = {k: mean_std([float(a[k]) for a in per_seed.values()]) for k in keys}
+    mean = {k: m for k, (m, _) in spread.items()}
+    std = {k: s if s is not None else 0.0 for k, (_, s) in spread.items()}
     return {**mean, "std": std, "seeds": list(per_seed)}
 
 
@@ -114,17 +114,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     p = ns.params.evaluate
     shared = _shared()
     if ns.first_stage:
-        first = shared.candidates.select("query_id", "doc_id", "score", "rank")
-        runs = {ns.params.train.seed: (first, "")}
+        runs = [(0, "", shared.candidates.select("query_id", "doc_id", "score", "rank"))]
     else:
         get_method(ns.params, ns.method)
-        runs = {
-            seed: (
-                io.read_table(str(Path("runs", ns.method, sub, "run.parquet")), schemas.RUN),
+        runs = [
+            (
+                seed,
                 sub,
+                io.read_table(str(Path("runs", ns.method, sub, "run.parquet")), schemas.RUN),
             )
             for seed, sub in ns.params.train.seed_runs()
-        }
+        ]
     ds = shared.doc_scores
     info = {
         "method": ns.method,
@@ -132,12 +132,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "lexicon": ds["lexicon"][0] if ds.height else "",
     }
     per_seed: dict[int, dict[str, float]] = {}
-    for seed, (run, sub) in runs.items():
+    for seed, sub, run in runs:
         aggregate, per_query = evaluate_run(run, shared, p)
         per_seed[seed] = aggregate
         _write(per_query, {**aggregate, **info}, Path("eval", ns.method, sub))
-    several = any(sub for _, sub in runs.values())
-    result = {**(over_seeds(per_seed) if several else per_seed[next(iter(per_seed))]), **info}
+    several = runs[0][1] != ""  # seed-<n>/ folders: train.seeds is set
+    result = {**(over_seeds(per_seed) if several else aggregate), **info}
     if several:
         io.write_json(result, f"eval/{ns.method}/metrics.json")
     io.write_json(result, f"metrics/{ns.method}.json")

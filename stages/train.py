@@ -78,7 +78,7 @@ def weak_scores(
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv, method=True)
     params = ns.params
-    get_method(params, ns.method)
+    m = get_method(params, ns.method)
     torch_threads(params)
     triples = io.read_table(f"data/order/{ns.method}.parquet", schemas.ORDERED_TRIPLES)
     triples = triples.sort("position")
@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     curves = []
     for seed, sub in params.train.seed_runs():
-        curve = train_one(params, ns.method, triples, texts, doc_scores, seed, sub)
+        curve = train_one(params, ns.method, m, triples, texts, doc_scores, seed, sub)
         curves.append(curve.with_columns(pl.lit(seed).alias("seed")))
     if not distributed.is_main():  # under torchrun, rank 0 alone writes the outputs
         return
@@ -105,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def train_one(
     params: Params,
     method: str,
+    m: MethodParams,
     triples: pl.DataFrame,
     texts: tuple[Mapping[str, str], Mapping[str, str]],
     doc_scores: pl.DataFrame,
@@ -112,7 +113,6 @@ def train_one(
     sub: str,
 ) -> pl.DataFrame:
     """Train the method's model with ``seed``, save it to ``models/<method>/<sub>``; its curve."""
-    m = get_method(params, method)
     if sub:
         log.info("train@%s: seed %d", method, seed)
     extra = weak_scores(params, m, triples, texts, doc_scores, seed) if m.loss == "poe" else None

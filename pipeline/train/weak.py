@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 import polars as pl
@@ -51,16 +50,20 @@ class WeakSetup:
     max_steps: int | None = None
 
 
-class Strategy(Protocol):
-    def __call__(
-        self,
-        triples: pl.DataFrame,
-        queries: Mapping[str, str],
-        total_steps: int,
-        seed: int,
-        fraction: float = FRACTION,
-        n_layers: int = N_LAYERS,
-    ) -> WeakSetup: ...
+@dataclass(frozen=True)
+class WeakInputs:
+    """What a strategy may read: the robust run's ``triples`` (ordered), ``queries`` texts,
+    ``total_steps`` and ``seed``, plus the strategy knobs ``fraction`` and ``n_layers``."""
+
+    triples: pl.DataFrame
+    queries: Mapping[str, str]
+    total_steps: int
+    seed: int
+    fraction: float = FRACTION
+    n_layers: int = N_LAYERS
+
+
+Strategy = Callable[[WeakInputs], WeakSetup]
 
 
 def _check_fraction(fraction: float) -> None:
@@ -68,50 +71,27 @@ def _check_fraction(fraction: float) -> None:
         raise ValueError(f"weak learner fraction must be in (0, 1]; got {fraction}")
 
 
-def less_data(
-    triples: pl.DataFrame,
-    queries: Mapping[str, str],
-    total_steps: int,
-    seed: int,
-    fraction: float = FRACTION,
-    n_layers: int = N_LAYERS,
-) -> WeakSetup:
+def less_data(inp: WeakInputs) -> WeakSetup:
     """A seeded ``fraction`` (20%) of the triples, at least one, in their given order."""
-    _check_fraction(fraction)
-    n = triples.height
-    keep = np.sort(
-        np.random.default_rng(seed).choice(n, size=max(1, round(fraction * n)), replace=False)
-    )
-    return WeakSetup("less_data", triples[keep], queries)
+    _check_fraction(inp.fraction)
+    n = inp.triples.height
+    size = max(1, round(inp.fraction * n))
+    keep = np.sort(np.random.default_rng(inp.seed).choice(n, size=size, replace=False))
+    return WeakSetup("less_data", inp.triples[keep], inp.queries)
 
 
-def weaker_model(
-    triples: pl.DataFrame,
-    queries: Mapping[str, str],
-    total_steps: int,
-    seed: int,
-    fraction: float = FRACTION,
-    n_layers: int = N_LAYERS,
-) -> WeakSetup:
+def weaker_model(inp: WeakInputs) -> WeakSetup:
     """All triples, an encoder cut to its first ``n_layers`` (2) layers."""
-    if n_layers < 1:
-        raise ValueError(f"weaker_model needs n_layers >= 1; got {n_layers}")
-    return WeakSetup("weaker_model", triples, queries, n_layers=n_layers)
+    if inp.n_layers < 1:
+        raise ValueError(f"weaker_model needs n_layers >= 1; got {inp.n_layers}")
+    return WeakSetup("weaker_model", inp.triples, inp.queries, n_layers=inp.n_layers)
 
 
-def fewer_steps(
-    triples: pl.DataFrame,
-    queries: Mapping[str, str],
-    total_steps: int,
-    seed: int,
-    fraction: float = FRACTION,
-    n_layers: int = N_LAYERS,
-) -> WeakSetup:
+def fewer_steps(inp: WeakInputs) -> WeakSetup:
     """All triples, ``max(1, round(fraction × total_steps))`` (20%) optimiser steps."""
-    _check_fraction(fraction)
-    return WeakSetup(
-        "fewer_steps", triples, queries, max_steps=max(1, round(fraction * total_steps))
-    )
+    _check_fraction(inp.fraction)
+    steps = max(1, round(inp.fraction * inp.total_steps))
+    return WeakSetup("fewer_steps", inp.triples, inp.queries, max_steps=steps)
 
 
 _TOKEN = re.compile(r"\S+")
@@ -145,22 +125,16 @@ def repeat_noun_phrases(query: str) -> str:
     return " ".join(out)
 
 
-def biased_data(
-    triples: pl.DataFrame,
-    queries: Mapping[str, str],
-    total_steps: int,
-    seed: int,
-    fraction: float = FRACTION,
-    n_layers: int = N_LAYERS,
-) -> WeakSetup:
+def biased_data(inp: WeakInputs) -> WeakSetup:
     """All triples, each training query with its (approximate) noun phrases repeated."""
-    ids = triples["query_id"].cast(pl.String).unique().to_list()
-    missing = [q for q in ids if q not in queries]
+    ids = inp.triples["query_id"].cast(pl.String).unique().to_list()
+    missing = [q for q in ids if q not in inp.queries]
     if missing:
         raise ValueError(
             f"query id {missing[0]!r} of the triples has no text ({len(missing)} missing)"
         )
-    return WeakSetup("biased_data", triples, {q: repeat_noun_phrases(queries[q]) for q in ids})
+    rewritten = {q: repeat_noun_phrases(inp.queries[q]) for q in ids}
+    return WeakSetup("biased_data", inp.triples, rewritten)
 
 
 STRATEGIES: dict[str, Strategy] = {
@@ -177,7 +151,7 @@ def weak_setup(
     """The :class:`WeakSetup` of a named strategy; an unknown name lists the known ones."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown weak learner strategy {strategy!r}; known: {sorted(STRATEGIES)}")
-    return STRATEGIES[strategy](triples, queries, total_steps, seed)
+    return STRATEGIES[strategy](WeakInputs(triples, queries, total_steps, seed))
 
 
 def score_triples(

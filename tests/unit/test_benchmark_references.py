@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from benchmarks.bench_metrics import naive, ours, tables
-from benchmarks.naive_ranker import naive_rerank
+from benchmarks.naive_ranker import encode_padded, naive_rerank
 from pipeline.rerank import rerank
 from pipeline.train.batching import PairEncoder, collate
 from pipeline.train.model import CrossEncoder, load_model
@@ -80,9 +80,7 @@ def test_training_loss_with_dynamic_padding_equals_max_len_padding() -> None:
         if inputs is None:
             queries = [q for q, _, _ in triples] * 2
             docs = [p for _, p, _ in triples] + [n for _, _, n in triples]
-            enc = tokenizer(queries, docs, padding="max_length", truncation="only_second",
-                            max_length=96, return_tensors="pt")  # fmt: skip
-            inputs = {k: enc[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+            inputs = encode_padded(tokenizer, queries, docs, 96)
         pos, neg = model(**inputs).split(2)
         loss = torch.clamp(1 - torch.tanh(pos) + torch.tanh(neg), min=0).mean()
         loss.backward()

@@ -11,6 +11,7 @@ from pipeline.train.losses import get_loss
 from pipeline.train.model import load_model
 from pipeline.train.weak import (
     STRATEGIES,
+    WeakInputs,
     biased_data,
     fewer_steps,
     less_data,
@@ -32,24 +33,26 @@ QUERIES = {f"q{i}": f"what is the average nurse salary {i}" for i in range(6)}
 
 
 def test_less_data_keeps_a_seeded_fifth_in_order() -> None:
-    setup = less_data(TRIPLES, QUERIES, total_steps=7, seed=1)
+    setup = less_data(WeakInputs(TRIPLES, QUERIES, total_steps=7, seed=1))
     assert setup.strategy == "less_data" and setup.triples.height == 20
     rows = [int(p[1:]) for p in setup.triples["pos_doc_id"]]
     assert rows == sorted(rows)
     assert setup.n_layers is None and setup.max_steps is None and setup.queries is QUERIES
-    assert setup.triples.equals(less_data(TRIPLES, QUERIES, 7, seed=1).triples)
-    assert not setup.triples.equals(less_data(TRIPLES, QUERIES, 7, seed=2).triples)
-    assert less_data(TRIPLES.head(2), QUERIES, 7, seed=0).triples.height == 1  # at least one
+    assert setup.triples.equals(less_data(WeakInputs(TRIPLES, QUERIES, 7, seed=1)).triples)
+    assert not setup.triples.equals(less_data(WeakInputs(TRIPLES, QUERIES, 7, seed=2)).triples)
+    assert (
+        less_data(WeakInputs(TRIPLES.head(2), QUERIES, 7, seed=0)).triples.height == 1
+    )  # at least one
 
 
 def test_weaker_model_and_fewer_steps() -> None:
-    weak = weaker_model(TRIPLES, QUERIES, total_steps=50, seed=0)
+    weak = weaker_model(WeakInputs(TRIPLES, QUERIES, total_steps=50, seed=0))
     assert weak.n_layers == 2 and weak.triples.equals(TRIPLES) and weak.max_steps is None
-    few = fewer_steps(TRIPLES, QUERIES, total_steps=50, seed=0)
+    few = fewer_steps(WeakInputs(TRIPLES, QUERIES, total_steps=50, seed=0))
     assert few.max_steps == 10 and few.triples.equals(TRIPLES) and few.n_layers is None
-    assert fewer_steps(TRIPLES, QUERIES, total_steps=2, seed=0).max_steps == 1
+    assert fewer_steps(WeakInputs(TRIPLES, QUERIES, total_steps=2, seed=0)).max_steps == 1
     with pytest.raises(ValueError, match=r"fraction must be in \(0, 1\]"):
-        fewer_steps(TRIPLES, QUERIES, 50, 0, fraction=0.0)
+        fewer_steps(WeakInputs(TRIPLES, QUERIES, 50, 0, fraction=0.0))
 
 
 @pytest.mark.parametrize(
@@ -69,11 +72,11 @@ def test_noun_phrases_are_repeated(query: str, expected: str) -> None:
 
 
 def test_biased_data_rewrites_the_training_queries() -> None:
-    setup = biased_data(TRIPLES, QUERIES, total_steps=5, seed=0)
+    setup = biased_data(WeakInputs(TRIPLES, QUERIES, total_steps=5, seed=0))
     assert set(setup.queries) == {f"q{i}" for i in range(5)}
     assert setup.queries["q1"] == "what is the average nurse salary 1 average nurse salary 1"
     with pytest.raises(ValueError, match=r"query id 'q4' of the triples has no text"):
-        biased_data(TRIPLES, {k: v for k, v in QUERIES.items() if k != "q4"}, 5, 0)
+        biased_data(WeakInputs(TRIPLES, {k: v for k, v in QUERIES.items() if k != "q4"}, 5, 0))
 
 
 def test_weak_setup_dispatches_and_rejects_unknown_names() -> None:
