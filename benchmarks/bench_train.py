@@ -1,40 +1,50 @@
-"""Training throughput (pairs/s): our trainer vs a naive loop, on MS MARCO-like lengths.
+"""Training throughput (triples/s): our trainer vs a naive loop, on MS MARCO-like lengths.
 
-Ours (``pipeline.train.loop.train_model``): every text tokenised once up front, each batch
-padded to its own longest sequence, fused AdamW; measured plain and with length-bucketed
-batches (``train.length_window``). Naive (``benchmarks.naive_ranker.naive_train``): tokenise
-inside the step and pad every batch to ``max_len``. Same model (all-MiniLM-L6-v2, all 6
-layers unless ``--layers``), same triples, batch 16 triples (32 sequences), max_len 256 as in
-the papers (SPEC §5). A pair is one training triple (a query with its positive and negative
-passage: two sequences), as in the trainer's log. Each timed run starts from the same fresh
-weights; pairs/s counts the whole call (ours includes its tokenisation).
+Ours (``pipeline.train.loop.train_model``): triples grouped by query (``--group-size``: one
+positive and its negatives per group), every text of a step encoded once, each batch padded
+to its own longest sequence, only the top ``--train-layers`` layers run with gradients while
+the frozen bottom's states are computed once per text and cached, fused AdamW. Naive
+(``benchmarks.naive_ranker.naive_train``): triple by triple, each pair's texts tokenised
+inside the step, padded to ``max_len`` and run through the whole encoder every step (the
+same layers frozen, but recomputed). Same model (all-MiniLM-L6-v2, family ``--arch``),
+same triples (``--steps × --batch`` queries with ``--group-size − 1`` negatives each, drawn
+from a pool of ``--docs`` documents), the margin loss. A triple is one (query, positive,
+negative); triples/s counts the whole call from fresh weights (ours includes its
+tokenisation and its cache filling).
 
-    python -m benchmarks.bench_train [--steps 12] [--repeats 3] [--device cpu]
+    python -m benchmarks.bench_train [--arch bi_encoder] [--steps 12] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import logging
 
+import numpy as np
 import polars as pl
 import torch
 
 from benchmarks.common import parser, report, setup_logging, timed, write_row
 from benchmarks.naive_ranker import naive_train
 from benchmarks.synthetic import passages, queries, vocabulary
+from pipeline.models.base import Ranker
+from pipeline.models.config import ARCHS, ModelConfig
+from pipeline.models.registry import build_ranker
+from pipeline.train.groups import prepare_groups
 from pipeline.train.loop import TrainConfig, train_model
-from pipeline.train.model import CrossEncoder, load_model
 
 log = logging.getLogger("benchmarks.train")
 
 
 def main() -> None:
     p = parser(__doc__ or "")
+    p.add_argument("--arch", default="bi_encoder", choices=ARCHS)
     p.add_argument("--steps", type=int, default=12)
-    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--batch", type=int, default=4, help="groups (queries) per step")
+    p.add_argument("--group-size", type=int, default=6)
+    p.add_argument("--docs", type=int, default=300, help="distinct documents in the pool")
     p.add_argument("--max-len", type=int, default=256)
     p.add_argument("--layers", type=int, default=None)
-    p.add_argument("--window", type=int, default=64, help="length_window of the bucketed run")
+    p.add_argument("--train-layers", type=int, default=1, help="0 trains every layer")
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=None)
     args = p.parse_args()
@@ -42,66 +52,64 @@ def main() -> None:
     logging.getLogger("pipeline").setLevel(logging.WARNING)
     if args.threads:
         torch.set_num_threads(args.threads)
-    tokenizer, _ = load_model("all-MiniLM-L6-v2", args.layers, seed=0)
-    vocab = vocabulary(tokenizer)
-    n = args.steps * args.batch
-    q_texts, docs = queries(vocab, n, seed=1), passages(vocab, 2 * n, seed=2)
-    qmap = {f"q{i}": t for i, t in enumerate(q_texts)}
-    dmap = {f"d{i}": t for i, t in enumerate(docs)}
-    triples = pl.DataFrame(
-        {
-            "query_id": [f"q{i}" for i in range(n)],
-            "pos_doc_id": [f"d{i}" for i in range(n)],
-            "neg_doc_id": [f"d{n + i}" for i in range(n)],
-        }
-    )
-    scores = pl.DataFrame(
-        {"doc_id": list(dmap), **{c: [0.0] * len(dmap) for c in ("psi_bool", "psi_tf", "psi_tc")},
-         "neutrality": [1.0] * len(dmap)}
+    cfg = ModelConfig(
+        arch=args.arch, name="all-MiniLM-L6-v2", n_layers=args.layers,
+        train_layers=args.train_layers or None, max_len=args.max_len, q_len=32,
     )  # fmt: skip
-    text_triples = [(q_texts[i], docs[i], docs[n + i]) for i in range(n)]
+    vocab = vocabulary(build_ranker(cfg, seed=0).tokenizer)
+    n_q, negs = args.steps * args.batch, args.group_size - 1
+    qmap = {f"q{i}": t for i, t in enumerate(queries(vocab, n_q, seed=1))}
+    dmap = {f"d{i}": t for i, t in enumerate(passages(vocab, args.docs, seed=2))}
+    rng = np.random.default_rng(3)
+    rows: list[tuple[str, str, str]] = []
+    for q in qmap:
+        pos, *neg = rng.choice(args.docs, size=1 + negs, replace=False)
+        rows.extend((q, f"d{pos}", f"d{n}") for n in neg)
+    triples = pl.DataFrame(rows, schema=["query_id", "pos_doc_id", "neg_doc_id"], orient="row")
+    bias = {"psi": dict.fromkeys(dmap, 0.0), "zeta": dict.fromkeys(dmap, 1.0)}
+    text_triples = [(qmap[q], dmap[p], dmap[n]) for q, p, n in rows]
+    n = len(rows)
 
-    def fresh() -> CrossEncoder:
-        return load_model("all-MiniLM-L6-v2", args.layers, seed=0)[1]
+    def fresh() -> Ranker:
+        ranker = build_ranker(cfg, seed=0).to(args.device)
+        # own text tables: no cached bottom states carried over from an earlier repeat
+        ranker.bind(dict(qmap), dict(dmap))
+        return ranker
 
-    def ours(window: int | None) -> float:
-        model = fresh()
-        cfg = TrainConfig(
-            batch_size=args.batch, lr=3e-5, max_len=args.max_len, q_len=32, seed=0,
-            log_every=args.steps, device=args.device, length_window=window,
+    def ours() -> float:
+        ranker = fresh()
+        train_cfg = TrainConfig(
+            batch_size=args.batch, group_size=args.group_size, lr=3e-5, seed=0,
+            log_every=args.steps, device=args.device,
         )  # fmt: skip
         seconds, _ = timed(
             lambda: train_model(
-                model, tokenizer, triples, qmap, dmap, scores, "margin", {}, "bool_abs", cfg
+                ranker, prepare_groups(triples, args.group_size, bias), "margin", {}, train_cfg
             )
         )
         return n / seconds
 
     def naive() -> float:
-        model = fresh().to(args.device)
-        seconds, _ = timed(
-            lambda: naive_train(model, tokenizer, text_triples, args.batch, args.max_len, 3e-5)
-        )
+        ranker = fresh()
+        seconds, _ = timed(lambda: naive_train(ranker, text_triples, args.batch * negs, 3e-5))
         return n / seconds
 
-    plain, bucketed, base = [], [], []
-    for _ in range(args.repeats):  # interleaved, so drifts of the machine hit every side
+    mine, base = [], []
+    for _ in range(args.repeats):  # interleaved, so drifts of the machine hit both sides
         base.append(naive())
-        plain.append(ours(None))
-        bucketed.append(ours(args.window))
-    row = report("train (dynamic padding)", "pairs/s", plain, base, higher=True)
-    row_b = report("train (+ length buckets)", "pairs/s", bucketed, base, higher=True)
+        mine.append(ours())
+    row = report(f"train ({args.arch})", "triples/s", mine, base, higher=True)
     row |= {
-        "bucketed_median": row_b["ours_median"],
-        "bucketed_speedup": row_b["speedup"],
-        "ours_pairs_s": plain,
-        "bucketed_pairs_s": bucketed,
-        "naive_pairs_s": base,
+        "arch": args.arch,
+        "ours_triples_s": mine,
+        "naive_triples_s": base,
         "steps": args.steps,
-        "batch_triples": args.batch,
+        "groups_per_step": args.batch,
+        "group_size": args.group_size,
+        "triples": n,
         "max_len": args.max_len,
         "layers": args.layers or 6,
-        "window": args.window,
+        "train_layers": args.train_layers or "all",
         "device": args.device,
     }
     write_row("train", row, args.out)

@@ -12,7 +12,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -106,16 +106,31 @@ def read_table(path: str | Path, schema: Schema) -> pl.DataFrame:
     return out
 
 
-def write_trec_run(run: pl.DataFrame, path: str | Path, tag: str) -> None:
-    """Write a run in TREC format: `qid Q0 docid rank score tag`, ordered by query and rank."""
+def write_trec_run(
+    run: pl.DataFrame, path: str | Path, tag: str, metadata: Mapping[str, Any] | None = None
+) -> None:
+    """Write a run in TREC format: `qid Q0 docid rank score tag`, ordered by query and rank.
+
+    With `metadata` (an ir_metadata dict, `pipeline.provenance`), the file starts with its
+    YAML as `#` comment lines between `# ir_metadata.start` and `# ir_metadata.end`.
+    """
     ordered = run.sort(["query_id", "rank"])
-    lines = [
+    header = [] if metadata is None else ir_metadata_lines(metadata)
+    lines = header + [
         f"{q} Q0 {d} {r} {s:.6f} {tag}"
         for q, d, r, s in zip(
             ordered["query_id"], ordered["doc_id"], ordered["rank"], ordered["score"], strict=True
         )
     ]
     write_text("\n".join(lines) + "\n", path)
+
+
+def ir_metadata_lines(metadata: Mapping[str, Any]) -> list[str]:
+    """An ir_metadata block (PRIMAD, www.ir-metadata.org): its YAML as `#` comment lines."""
+    import yaml
+
+    body = yaml.safe_dump(dict(metadata), sort_keys=False, allow_unicode=True, width=1000)
+    return ["# ir_metadata.start", *(f"# {x}" for x in body.splitlines()), "# ir_metadata.end"]
 
 
 _TREC_COLUMNS = ["query_id", "q0", "doc_id", "file_rank", "score", "tag"]
@@ -150,7 +165,8 @@ def _check_trec_rows(df: pl.DataFrame, p: Path) -> None:
 def read_trec_run(path: str | Path) -> pl.DataFrame:
     """Read a TREC run file (plain or .gz); rank is recomputed from the score order.
 
-    Per SPEC §1, a run is sorted by score descending and ties keep the file order.
+    Per SPEC §1, a run is sorted by score descending and ties keep the file order. Lines
+    starting with `#` (an ir_metadata block) are skipped; error line numbers count the others.
     """
     p = _existing(path)
     try:
@@ -158,6 +174,7 @@ def read_trec_run(path: str | Path) -> pl.DataFrame:
             p,
             separator=" ",
             has_header=False,
+            comment_prefix="#",
             new_columns=_TREC_COLUMNS,
             schema_overrides=dict.fromkeys(_TREC_COLUMNS, pl.Utf8),
         )

@@ -9,16 +9,21 @@ running the default.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
 
+from pipeline.config import Range
+from pipeline.models.config import ModelConfig
+from pipeline.ordering import ORDERINGS, get_ordering
 from pipeline.schemas import PSI_SOURCE
+from pipeline.train.losses import get_record
 
 DEFAULT_PARAMS = "params.yaml"
 
@@ -30,7 +35,8 @@ class ParamsError(ValueError):
 @dataclass(frozen=True)
 class DatasetParams:
     name: str = "grep-biasir"
-    test_fraction: float = 0.3
+    test_fraction: float = 0.3  # with folds: 1 (a single split)
+    folds: int = 5  # k-fold cross-validation over queries (Grep-BiasIR); 1 = one split
     split_seed: int = 13
     bm25_negatives: int = 2
     bm25_pool: int = 10
@@ -57,6 +63,7 @@ class ScoreParams:
     wordlist_representative: str = "pipeline/resources/wordlists/wordlist_gender_representative.txt"
     liwc_dic: str | None = None
     neutrality_tau: float = 1.0
+    complexity_parser: str | None = None  # installed spaCy pipeline: Lu (2010) syntactic indices
 
 
 @dataclass(frozen=True)
@@ -66,12 +73,7 @@ class CandidatesParams:
     b: float = 0.4
 
 
-@dataclass(frozen=True)
-class ModelParams:
-    name: str = "all-MiniLM-L6-v2"
-    n_layers: int | None = None
-    max_len: int = 128
-    q_len: int = 32
+ModelParams = ModelConfig  # the `model` section is the model families' config
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class TrainParams:
     batch_size: int = 16
     lr: float = 3e-5
     epochs: int = 1
+    group_size: int = 2  # one positive + (group_size - 1) negatives of a query per group
     warmup_ratio: float = 0.1
     warmup_steps: int | None = None  # wins over warmup_ratio when set (papers: 160k / 1k)
     max_steps: int | None = None
@@ -106,42 +109,20 @@ class RerankParams:
 
 
 @dataclass(frozen=True)
-class CurriculumParams:
-    """Bias-aware curriculum (SPEC §6.1), read by the orderings of `order_groups.curriculum`."""
-
-    psi: str = "tf_abs"
-    n_buckets: int | str = 10  # an integer, or "all" = one triple per bucket (no-bucket mode)
-    mu: float | None = None  # None = min Ψ (low_to_high) / max Ψ (high_to_low)
-    sigma: float = 1.0
-    direction: str = "low_to_high"  # used by the generic `curriculum` ordering
-    seed: int = 42
-
-    def buckets(self) -> int | None:
-        return None if self.n_buckets == "all" else int(self.n_buckets)
-
-
-@dataclass(frozen=True)
-class LwsParams:
-    """Light-weight sampling (SPEC §6.4), read by the orderings of `order_groups.lws`."""
-
-    rate: float = 0.6
-    top: int = 5
-
-
-@dataclass(frozen=True)
-class OrderGroups:
-    """Which order stage serves each method: DVC gives one `foreach` stage one set of params,
-    so methods are listed by the params their ordering reads (checked against `ordering`)."""
-
-    plain: list[str] = field(default_factory=list)
-    curriculum: list[str] = field(default_factory=list)
-    lws: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
 class EvaluateParams:
     cutoffs: list[int] = field(default_factory=lambda: [10, 20])
     awrf_target: str = "uniform"
+    exposure_temperature: float = 1.0  # Plackett-Luce temperature on standardised scores
+
+
+@dataclass(frozen=True)
+class ReportParams:
+    """The report's comparison with the baseline (SPEC §4.8): multiple-comparison correction
+    and the paired bootstrap CI of each difference (pipeline/stats.py)."""
+
+    correction: str = "bonferroni"  # bonferroni | holm
+    bootstrap_samples: int = 10_000
+    bootstrap_seed: int = 0
 
 
 @dataclass(frozen=True)
@@ -159,6 +140,10 @@ class MethodParams:
     coef: float | None = None  # neutrality_kl: weight of KL(softmax ζ ‖ softmax s)
     adv_weight: float | None = None  # AdvBERT: weight of the adversary's cross-entropy
     weak_strategy: str | None = None  # poe: less_data | weaker_model | fewer_steps | biased_data
+    weak_layers: int | None = None  # weaker_model: encoder layers of f_B (< the ranker's)
+    # Per-method setting of orderings that list it in their record's `method_keys`
+    # (curriculum); an error for any other ordering.
+    direction: Literal["low_to_high", "high_to_low"] | None = None
 
     def loss_params(self) -> dict[str, float]:
         out = {"margin": self.margin}
@@ -178,15 +163,18 @@ class Params:
     train: TrainParams
     rerank: RerankParams
     evaluate: EvaluateParams
-    curriculum: CurriculumParams
-    lws: LwsParams
-    order_groups: OrderGroups
     methods: dict[str, MethodParams]
+    # `orderings.<name>` → that ordering's Config (pipeline/ordering, one record each)
+    orderings: dict[str, Any] = field(default_factory=dict)
+    report: ReportParams = field(default_factory=ReportParams)
 
 
 PSI_COLUMNS = tuple(PSI_SOURCE)
 # Reserved: the report's reference row evaluates the BM25 candidates under this name.
 FIRST_STAGE = "bm25"
+# Reserved: the untrained checkpoint of `model.arch`, evaluated like a method (SPEC §5.1).
+ZERO_SHOT = "zero-shot"
+REFERENCE_ROWS = (FIRST_STAGE, ZERO_SHOT)
 DATASETS = ("grep-biasir", "msmarco-passage", "trec-fair-2022")
 
 _RANGES: dict[str, tuple[float | None, float | None]] = {
@@ -204,6 +192,11 @@ _RANGES: dict[str, tuple[float | None, float | None]] = {
     "candidates.k1": (0, None),
     "candidates.b": (0, 1),
     "model.n_layers": (1, None),
+    "model.train_layers": (1, None),
+    "model.temperature": (0, None),
+    "model.dim": (1, None),
+    "dataset.folds": (1, None),
+    "train.group_size": (2, None),
     "model.max_len": (8, None),
     "model.q_len": (1, None),
     "train.batch_size": (1, None),
@@ -219,15 +212,18 @@ _RANGES: dict[str, tuple[float | None, float | None]] = {
     "train.seeds": (0, None),
     "train.length_window": (1, None),
     "rerank.batch_size": (1, None),
+    "report.bootstrap_samples": (100, None),
+    "report.bootstrap_seed": (0, None),
     "evaluate.cutoffs": (1, None),
-    "curriculum.sigma": (0, None),
-    "lws.rate": (0, 1),
-    "lws.top": (1, None),
+    "evaluate.exposure_temperature": (0, None),
 }
 # Strict lower bounds (the value must be above, not at, the bound).
-_EXCLUSIVE = {"curriculum.sigma", "train.lr"}
+_EXCLUSIVE = {"train.lr", "evaluate.exposure_temperature"}
 # String keys with a fixed set of values.
-_CHOICES: dict[str, tuple[str, ...]] = {"evaluate.awrf_target": ("relevant", "uniform")}
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "evaluate.awrf_target": ("relevant", "uniform"),
+    "report.correction": ("bonferroni", "holm"),
+}
 WEAK_STRATEGIES = ("less_data", "weaker_model", "fewer_steps", "biased_data")
 
 
@@ -238,23 +234,51 @@ def _type_name(tp: Any) -> str:
 def _coerce(value: Any, tp: Any, key: str) -> Any:
     """Check `value` against the annotation `tp`; ints are accepted where floats are."""
     origin = typing.get_origin(tp)
+    if origin is Annotated:  # a Range next to the field (pipeline.config)
+        base, *meta = typing.get_args(tp)
+        out = _coerce(value, base, key)
+        for bound in (m for m in meta if isinstance(m, Range)):
+            if not all(bound.holds(v) for v in (out if isinstance(out, list) else [out])):
+                raise ParamsError(
+                    f"params key {key!r}: {value!r} is out of range {bound.describe()}"
+                )
+        return out
+    if origin is Literal:
+        choices = typing.get_args(tp)
+        if value not in choices:
+            close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ParamsError(
+                f"params key {key!r}: unknown value {value!r}; known: {list(choices)}{hint}"
+            )
+        return value
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
         if value is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
-        for i, tp_i in enumerate(inner):
+        errors = []
+        for tp_i in inner:
             try:
                 return _coerce(value, tp_i, key)
-            except ParamsError:
-                if i == len(inner) - 1:
-                    raise
-        raise AssertionError("unreachable")
+            except ParamsError as e:
+                errors.append(str(e).removeprefix(f"params key {key!r}: "))
+        if len(errors) == 1:
+            raise ParamsError(f"params key {key!r}: {errors[0]}")
+        raise ParamsError(f"params key {key!r}: {value!r} fits none of: " + "; ".join(errors))
     if origin is list:
         (item,) = typing.get_args(tp)
         if not isinstance(value, list):
             raise ParamsError(f"params key {key!r}: expected a list, got {value!r}")
         return [_coerce(v, item, f"{key}[{i}]") for i, v in enumerate(value)]
+    if origin is typing.Literal:
+        choices = typing.get_args(tp)
+        if value not in choices:
+            raise ParamsError(
+                f"params key {key!r}: unknown value {value!r}; known: {list(choices)}"
+                + _did_you_mean(value, [str(c) for c in choices])
+            )
+        return value
     ok = (
         (tp is float and isinstance(value, int | float) and not isinstance(value, bool))
         or (tp is int and isinstance(value, int) and not isinstance(value, bool))
@@ -267,6 +291,13 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
             f"({type(value).__name__}); fix it in params.yaml or your `-S` override."
         )
     return float(value) if tp is float else value
+
+
+def _did_you_mean(value: object, known: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(str(value), known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _check_range(key: str, value: Any) -> None:
@@ -293,7 +324,7 @@ def _build(cls: type, data: Any, prefix: str) -> Any:
         data = {}
     if not isinstance(data, Mapping):
         raise ParamsError(f"params key {prefix!r}: expected a mapping, got {data!r}")
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     fields = {f.name.rstrip("_"): f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(fields))
     if unknown:
@@ -325,8 +356,11 @@ def parse_params(raw: Mapping[str, Any]) -> Params:
         )
     hints = typing.get_type_hints(Params)
     built: dict[str, Any] = {
-        name: _build(hints[name], raw.get(name), name) for name in sections if name != "methods"
+        name: _build(hints[name], raw.get(name), name)
+        for name in sections
+        if name not in ("methods", "orderings")
     }
+    built["orderings"] = _orderings(raw.get("orderings"))
     methods_raw = raw.get("methods")
     if not isinstance(methods_raw, Mapping) or not methods_raw:
         raise ParamsError("params key 'methods' must map at least one method name to its settings")
@@ -339,8 +373,6 @@ def parse_params(raw: Mapping[str, Any]) -> Params:
 
 
 def _check_names(params: Params) -> None:
-    from pipeline.registry import check_known
-
     t = params.train
     if t.batch_size % t.devices:
         raise ParamsError(
@@ -358,17 +390,22 @@ def _check_names(params: Params) -> None:
             f"params key 'dataset.name': unknown dataset {params.dataset.name!r}; "
             f"known: {list(DATASETS)}"
         )
-    if FIRST_STAGE in params.methods:
-        raise ParamsError(
-            f"params key 'methods.{FIRST_STAGE}': the name is reserved for the first-stage "
-            "reference row of the report; rename the method"
-        )
+    for reserved in REFERENCE_ROWS:
+        if reserved in params.methods:
+            raise ParamsError(
+                f"params key 'methods.{reserved}': the name is reserved for a reference row "
+                "of the report; rename the method"
+            )
     for name, m in params.methods.items():
-        check_known("ordering", m.ordering, f"methods.{name}.ordering")
-        check_known("loss", m.loss, f"methods.{name}.loss")
+        _check_ordering(params, name, m)
+        try:
+            get_record(m.loss)
+        except ValueError as e:
+            raise ParamsError(f"params key 'methods.{name}.loss': {e}") from e
         _check_choice(f"methods.{name}.psi", m.psi, PSI_COLUMNS)
         if m.weak_strategy is not None:
             _check_choice(f"methods.{name}.weak_strategy", m.weak_strategy, WEAK_STRATEGIES)
+        _check_weak(name, m, params.model)
         if m.loss == "poe" and m.weak_strategy is None:
             raise ParamsError(
                 f"params key 'methods.{name}.weak_strategy' is required by loss 'poe'; "
@@ -378,19 +415,35 @@ def _check_names(params: Params) -> None:
     _check_choice("dataset.triples_sample", d.triples_sample, ("first", "sample"))
     _check_choice("dataset.query_set", d.query_set, ("215", "1765"))
     _check_choice("dataset.first_stage", d.first_stage, ("auto", "shipped", "bm25"))
-    c = params.curriculum
-    _check_choice("curriculum.psi", c.psi, PSI_COLUMNS)
-    _check_choice("curriculum.direction", c.direction, ("low_to_high", "high_to_low"))
-    if isinstance(c.n_buckets, str) and c.n_buckets != "all":
+
+
+def _check_weak(name: str, m: MethodParams, model: ModelConfig) -> None:
+    """EqualizeIR's ``weaker_model`` must be strictly smaller than the ranker (SPEC §6.3)."""
+    if m.weak_strategy != "weaker_model":
+        return
+    layers = m.weak_layers
+    if layers is None:
         raise ParamsError(
-            f"params key 'curriculum.n_buckets': expected an integer ≥ 1 or 'all', "
-            f"got {c.n_buckets!r}"
+            f"params key 'methods.{name}.weak_layers' is required by weak_strategy "
+            "'weaker_model': the weak learner's encoder layers, fewer than the ranker's"
         )
-    if isinstance(c.n_buckets, int) and c.n_buckets < 1:
+    ranker = model.n_layers if model.n_layers is not None else _checkpoint_layers(model.name)
+    if ranker is not None and layers >= ranker:
         raise ParamsError(
-            f"params key 'curriculum.n_buckets': {c.n_buckets} is out of range [1, ∞]"
+            f"params keys 'methods.{name}.weak_layers' ({layers}) and 'model.n_layers' "
+            f"({ranker}{'' if model.n_layers is not None else ', all of ' + model.name}): "
+            "the weaker_model weak learner must have strictly fewer layers than the ranker"
         )
-    _check_groups(params)
+    if model.train_layers is not None and layers < model.train_layers:
+        raise ParamsError(
+            f"params keys 'methods.{name}.weak_layers' ({layers}) and 'model.train_layers' "
+            f"({model.train_layers}): the weak learner needs at least the trained layers"
+        )
+
+
+def _checkpoint_layers(name: str) -> int | None:
+    """Encoder layers of the shipped checkpoints (others are only known once loaded)."""
+    return {"all-MiniLM-L6-v2": 6, "tiny-random-bert": 2}.get(name)
 
 
 def _check_choice(key: str, value: str, known: tuple[str, ...]) -> None:
@@ -398,30 +451,42 @@ def _check_choice(key: str, value: str, known: tuple[str, ...]) -> None:
         raise ParamsError(f"params key {key!r}: unknown value {value!r}; known: {list(known)}")
 
 
-def _check_groups(params: Params) -> None:
-    from pipeline.ordering import ORDER_GROUPS
+def _orderings(raw: Any) -> dict[str, Any]:
+    """`orderings:` → ``{name: Config}``, each section loaded into its record's Config."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ParamsError(f"params key 'orderings': expected a mapping, got {raw!r}")
+    out = {}
+    for name, section in raw.items():
+        try:
+            record = get_ordering(str(name))
+        except ValueError as e:
+            raise ParamsError(f"params key 'orderings.{name}': {e}") from e
+        out[str(name)] = _build(record.config, section, f"orderings.{name}")
+    return out
 
-    listed: dict[str, str] = {}
-    for group in ("plain", "curriculum", "lws"):
-        for name in getattr(params.order_groups, group):
-            if name not in params.methods:
-                raise ParamsError(
-                    f"params key 'order_groups.{group}' lists {name!r}, which is not under "
-                    f"`methods:`; known methods: {sorted(params.methods)}"
-                )
-            if name in listed:
-                raise ParamsError(
-                    f"params key 'order_groups': {name!r} is listed in both "
-                    f"{listed[name]!r} and {group!r}; list it once"
-                )
-            listed[name] = group
-    for name, m in params.methods.items():
-        want = ORDER_GROUPS[m.ordering]
-        if listed.get(name) != want:
+
+def _check_ordering(params: Params, name: str, m: MethodParams) -> None:
+    """The method's ordering exists, has its `orderings.<o>` section (DVC's order stage
+    depends on it) and takes every per-method ordering key the method sets."""
+    key = f"methods.{name}.ordering"
+    try:
+        record = get_ordering(m.ordering)
+    except ValueError as e:
+        raise ParamsError(f"params key {key!r}: {e}") from e
+    if m.ordering not in params.orderings:
+        raise ParamsError(
+            f"params key 'orderings.{m.ordering}' is missing: method {name!r} uses ordering "
+            f"{m.ordering!r} and its order stage depends on that section; add "
+            f"`{m.ordering}: {{}}` under `orderings:` (or its params)"
+        )
+    for k in sorted({k for r in ORDERINGS.values() for k in r.method_keys}):
+        if getattr(m, k) is not None and k not in record.method_keys:
+            takers = sorted(o for o, r in ORDERINGS.items() if k in r.method_keys)
             raise ParamsError(
-                f"params key 'order_groups.{want}' must list method {name!r} (its ordering "
-                f"{m.ordering!r} is served by the {want!r} order stage); "
-                + (f"it is listed under {listed[name]!r}" if name in listed else "it is missing")
+                f"params key 'methods.{name}.{k}': ordering {m.ordering!r} takes no {k} "
+                f"(only {takers} do); remove the key"
             )
 
 

@@ -1,8 +1,7 @@
-"""Rerank first-stage candidates with a trained cross-encoder (candidates + model → run).
+"""Rerank first-stage candidates with a ranker of any family (candidates + model → run).
 
-Sequences are scored in batches of similar length (less padding), then put back in candidate
-order. Within a query the run is sorted by score descending; ties keep the candidate order
-(SPEC §1).
+Within a query the run is sorted by score descending; ties keep the candidate order (SPEC §1).
+With folds (SPEC §7) each fold's candidates are reranked by that fold's model.
 """
 
 from __future__ import annotations
@@ -10,72 +9,18 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 
 import polars as pl
 import torch
-from transformers import PreTrainedTokenizerBase
+from torch import Tensor
 
-from pipeline.progress import progress
-from pipeline.train.batching import Pair, PairEncoder, collate
-from pipeline.train.model import CrossEncoder, resolve_device
+from pipeline.models.base import Key, Ranker
 
 logger = logging.getLogger(__name__)
 
 CANDIDATE_COLUMNS = ("query_id", "doc_id", "rank", "score")
 RUN_SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64, "rank": pl.Int64}
-
-
-def score_pairs(
-    model: CrossEncoder,
-    pairs: list[Pair],
-    batch_size: int,
-    device: torch.device,
-    pad_id: int,
-) -> list[float]:
-    """Model scores of ``pairs`` in input order; batches are formed over length-sorted pairs."""
-    order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]))
-    scores = [math.nan] * len(pairs)
-    use_bf16 = device.type == "cuda"
-    with progress(total=len(pairs), desc="rerank", unit="seq") as bar:
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
-            inputs = {k: v.to(device) for k, v in collate([pairs[i] for i in idx], pad_id).items()}
-            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16):
-                out = model(**inputs).float().cpu().tolist()
-            for i, value in zip(idx, out, strict=True):
-                scores[i] = value
-            bar.update(len(idx))
-    return scores
-
-
-def score_ids(
-    model: CrossEncoder,
-    tokenizer: PreTrainedTokenizerBase,
-    keys: Sequence[tuple[str, str]],
-    texts: tuple[Mapping[str, str], Mapping[str, str]],
-    lengths: tuple[int, int],
-    batch_size: int,
-    device: str | torch.device,
-) -> list[float]:
-    """Model scores of ``(query_id, doc_id)`` pairs in order, in inference mode on ``device``.
-
-    ``texts`` = (queries, docs) by id; ``lengths`` = (max_len, q_len). Unknown ids raise
-    ``ValueError``. The model moves to ``device`` and keeps its train/eval mode.
-    """
-    queries, docs = texts
-    max_len, q_len = lengths
-    encoder = PairEncoder(tokenizer, max_len, q_len)
-    encoder.add(queries, docs, (q for q, _ in keys), (d for _, d in keys))
-    pairs = [encoder.pair(q, d) for q, d in keys]
-    dev = resolve_device(device)
-    was_training = model.training
-    model.to(dev).eval()
-    try:
-        with torch.inference_mode():
-            return score_pairs(model, pairs, batch_size, dev, encoder.pad_id) if pairs else []
-    finally:
-        model.train(was_training)
 
 
 def _check_finite(cands: pl.DataFrame, scores: list[float]) -> None:
@@ -115,33 +60,43 @@ def _validated(candidates: pl.DataFrame, batch_size: int) -> pl.DataFrame:
     return candidates.with_columns(pl.col("query_id", "doc_id").cast(pl.String))
 
 
-def rerank(
-    model: CrossEncoder,
-    tokenizer: PreTrainedTokenizerBase,
-    candidates: pl.DataFrame,
-    queries: Mapping[str, str],
-    docs: Mapping[str, str],
-    batch_size: int = 32,
-    max_len: int = 128,
-    q_len: int = 32,
-    device: str | torch.device = "auto",
-) -> pl.DataFrame:
-    """Score every candidate ``(query_id, doc_id)`` and return the run.
+def rerank(ranker: Ranker, candidates: pl.DataFrame, batch_size: int = 64) -> pl.DataFrame:
+    """Score every candidate ``(query_id, doc_id)`` with a bound ranker; the run.
 
     ``candidates``: ``query_id, doc_id, rank, score`` (first stage; ``rank`` breaks ties).
-    Returns ``query_id, doc_id, score`` (f64), ``rank`` (i64, 1 = best). Unknown ids and
+    Returns ``query_id, doc_id, score`` (f64), ``rank`` (i64, 1 = best). The family decides
+    how work is shared (a bi-encoder encodes each distinct document once). Unknown ids and
     non-finite scores raise ``ValueError`` naming the query/document.
     """
     cands = _validated(candidates, batch_size)
     qids, dids = cands["query_id"].to_list(), cands["doc_id"].to_list()
-    keys = list(zip(qids, dids, strict=True))
     start = time.perf_counter()
-    texts, lengths = (queries, docs), (max_len, q_len)
-    scores = score_ids(model, tokenizer, keys, texts, lengths, batch_size, device)
+    ranker.eval()
+    with torch.inference_mode():
+        scores = ranker.score_many(qids, dids, batch_size).double().tolist()
     seconds = max(time.perf_counter() - start, 1e-9)
     _check_finite(cands, scores)
-    n_queries = len(set(qids))
-    rate = len(keys) / seconds
-    msg = "reranked %d sequences of %d queries in %.1f s (%.1f seq/s) on %s"
-    logger.info(msg, len(keys), n_queries, seconds, rate, resolve_device(device))
+    msg = "reranked %d pairs of %d queries in %.1f s (%.1f pairs/s) with %s"
+    logger.info(msg, len(qids), len(set(qids)), seconds, len(qids) / seconds, ranker.arch)
     return rank_run(cands, scores).cast(RUN_SCHEMA)  # type: ignore[arg-type]
+
+
+def rerank_folds(
+    load: Callable[[int], Ranker],
+    candidates: pl.DataFrame,
+    texts: tuple[Mapping[str, str], Mapping[str, str]],
+    batch_size: int,
+    features: Mapping[Key, Tensor] | None = None,
+) -> pl.DataFrame:
+    """One run over every fold: fold k's candidates reranked by ``load(k)`` (SPEC §7);
+    ``features``: precomputed frozen-bottom states of the texts (the ``features`` stage)."""
+    if "fold" not in candidates.columns:
+        candidates = candidates.with_columns(pl.lit(0, dtype=pl.Int64).alias("fold"))
+    runs = []
+    ordered = candidates.sort("fold", maintain_order=True)  # stable: rows keep their order
+    for part in ordered.partition_by("fold", maintain_order=True):
+        ranker = load(int(part["fold"][0]))
+        ranker.bind(*texts)
+        ranker.preload(features or {})
+        runs.append(rerank(ranker, part.drop("fold"), batch_size))
+    return pl.concat(runs)

@@ -36,14 +36,14 @@ class Schema:
 CORPUS = Schema(
     "corpus",
     {"doc_id": STR, "text": STR},
-    {"title": STR, "group": STR, "split": STR},
+    {"title": STR, "group": STR, "split": STR, "fold": I64},
     unique=("doc_id",),
     non_empty=True,
 )
 QUERIES = Schema(
     "queries",
     {"query_id": STR, "text": STR, "split": STR},
-    {"set": STR, "category": STR},
+    {"set": STR, "category": STR, "fold": I64},  # fold: where the query is tested (k-fold)
     unique=("query_id",),
     non_empty=True,
 )
@@ -53,16 +53,20 @@ QRELS = Schema(
     unique=("query_id", "doc_id"),
     non_empty=True,
 )
+# `fold` (k-fold cross-validation, SPEC §7): the fold whose model trains on the triple (or
+# reads the candidate); a triple may appear under several folds. Absent without folds.
 TRIPLES = Schema(
     "triples",
     {"query_id": STR, "pos_doc_id": STR, "neg_doc_id": STR},
-    {"source": STR},
+    {"source": STR, "fold": I64},
 )
+TRIPLE_COLUMNS = tuple(TRIPLES.required)
+"""``(query_id, pos_doc_id, neg_doc_id)``: the columns that identify a triple."""
 ORDERED_TRIPLES = Schema(
     "ordered triples",
     {"query_id": STR, "pos_doc_id": STR, "neg_doc_id": STR, "position": I64, "psi": F64},
-    {"source": STR, "bucket": I64},
-    unique=("position",),
+    {"source": STR, "bucket": I64, "fold": I64},
+    unique=("fold", "position"),  # positions restart at 0 in every fold
 )
 DOC_SCORES = Schema(
     "doc_scores",
@@ -92,7 +96,8 @@ PSI_SOURCE = {"bool_abs": "psi_bool", "tf_abs": "psi_tf", "tc_abs": "psi_tc"}
 CANDIDATES = Schema(
     "candidates",
     {"query_id": STR, "doc_id": STR, "rank": I64, "score": F64},
-    unique=("query_id", "doc_id"),
+    {"fold": I64},
+    unique=("fold", "query_id", "doc_id"),
     finite=("score",),  # may be empty: extract writes an empty first_stage without a run
 )
 RUN = Schema(
@@ -108,6 +113,47 @@ ALIGNMENTS = Schema(
     {"doc_id": STR, "dimension": STR, "group": STR, "weight": F64},
     unique=("doc_id", "dimension", "group"),
 )
+COMPLEXITY_INDICES: tuple[str, ...] = (
+    "lexical_density",
+    "ls1",
+    "ls2",
+    "ndw",
+    "ttr",
+    "cttr",
+    "rttr",
+    "log_ttr",
+    "uber",
+    "mean_word_length",
+    "syllables_per_word",
+    "mls",
+)
+"""Candidate query-complexity indices (SPEC §3, computed in ``pipeline.bias.complexity``)."""
+
+SYNTACTIC_INDICES: tuple[str, ...] = (
+    "mlc",
+    "c_s",
+    "dc_c",
+    "cp_c",
+    "cn_c",
+    "vp_s",
+    "max_dep_depth",
+)
+"""Lu (2010) syntactic proxies from a dependency parse (``score.complexity_parser``, optional)."""
+
+QUERY_COMPLEXITY = Schema(
+    "query complexity",
+    {
+        "query_id": STR,
+        "n_words": I64,
+        "complexity": F64,
+        "bin": STR,
+        "indices": STR,  # comma-separated indices averaged into `complexity`
+        "dropped_indices": STR,  # `name (reason)`; `; `-separated, empty if none
+    },
+    # raw value and min-max normalised value of each index used (dropped ones are absent)
+    {c: F64 for name in COMPLEXITY_INDICES + SYNTACTIC_INDICES for c in (name, f"{name}_norm")},
+    unique=("query_id",),
+)
 
 ALL = {
     s.name: s
@@ -122,6 +168,7 @@ ALL = {
         RUN,
         CURVE,
         ALIGNMENTS,
+        QUERY_COMPLEXITY,
     )
 }
 
@@ -189,26 +236,33 @@ def _check_rows(table: pa.Table, schema: Schema, source: str) -> None:
         n_bad = pc.sum(bad).as_py() or 0
         if n_bad:
             first = pc.index(bad, True).as_py()
-            keys = {k: table.column(k)[first].as_py() for k in schema.unique}
+            keys = {k: table.column(k)[first].as_py() for k in _unique(table, schema)}
             raise SchemaError(
                 f"{source}: {n_bad} rows with a non-finite (NaN/inf) or missing {c!r}, first "
                 f"{keys}; drop or recompute them (rerun the stage that wrote the file)."
             )
 
 
+def _unique(table: pa.Table, schema: Schema) -> list[str]:
+    """The key columns of ``schema.unique`` the table has (optional ones, e.g. `fold`, may be
+    absent)."""
+    return [c for c in schema.unique if c in table.column_names]
+
+
 def _check_ids(table: pa.Table, schema: Schema, source: str) -> None:
     for c in schema.required:
         if schema.required[c] == STR and c.endswith("_id") and table.column(c).null_count:
             raise SchemaError(f"{source}: column {c!r} has {table.column(c).null_count} null ids")
-    if not schema.unique or table.num_rows == 0:
+    unique = _unique(table, schema)
+    if not unique or table.num_rows == 0:
         return
-    keys = table.select(list(schema.unique))
-    grouped = keys.group_by(list(schema.unique)).aggregate([([], "count_all")])
+    keys = table.select(unique)
+    grouped = keys.group_by(unique).aggregate([([], "count_all")])
     dup = grouped.filter(pc.greater(grouped.column("count_all"), 1))
     if dup.num_rows:
-        first = {c: dup.column(c)[0].as_py() for c in schema.unique}
+        first = {c: dup.column(c)[0].as_py() for c in unique}
         raise SchemaError(
-            f"{source}: {dup.num_rows} duplicate {schema.unique} keys in the {schema.name!r} "
+            f"{source}: {dup.num_rows} duplicate {tuple(unique)} keys in the {schema.name!r} "
             f"table, first {first}; each must appear once. Deduplicate the input."
         )
 

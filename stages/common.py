@@ -8,16 +8,14 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from pipeline.errors import is_expected
 from pipeline.params import Params, load_params
 
-log = logging.getLogger("stages")
+Extra = Callable[[argparse.ArgumentParser], None]
 
 
 def setup(
-    description: str,
-    argv: Sequence[str] | None,
-    method: bool = False,
-    extra: Callable[[argparse.ArgumentParser], None] | None = None,
+    description: str, argv: Sequence[str] | None, method: bool = False, extra: Extra | None = None
 ) -> argparse.Namespace:
     """Parse the stage's arguments, configure logging and load params.yaml into `ns.params`."""
     parser = argparse.ArgumentParser(description=description)
@@ -27,11 +25,8 @@ def setup(
     if extra:
         extra(parser)
     ns = parser.parse_args(argv)
-    logging.basicConfig(
-        level=os.environ.get("PIPELINE_LOG", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    logging.basicConfig(level=os.environ.get("PIPELINE_LOG", "INFO"), format=fmt, stream=sys.stderr)
     for noisy in ("bm25s", "numba", "urllib3", "filelock", "fsspec"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     ns.params = load_params(ns.params)
@@ -39,12 +34,24 @@ def setup(
 
 
 def run_stage(main: Callable[[Sequence[str] | None], None]) -> None:
-    """Run `main`; expected errors (bad input, bad params) end with one clear line, exit 1."""
+    """Run `main`; the project's own errors (`pipeline.errors`) end with one clear line and
+    exit 1; anything else (a bug, CUDA out of memory) keeps its traceback."""
     try:
         main(None)
-    except (ValueError, FileNotFoundError, RuntimeError) as e:
-        log.error("%s", e)
+    except Exception as e:
+        if not is_expected(e):
+            raise
+        logging.getLogger("stages").error("%s", e)
         sys.exit(1)
+
+
+def texts() -> tuple[dict[str, str], dict[str, str]]:
+    """``(query text by id, document text by id)`` from data/queries and data/corpus."""
+    from pipeline import io, schemas
+
+    queries = io.read_table("data/queries.parquet", schemas.QUERIES).select("query_id", "text")
+    corpus = io.read_table("data/corpus.parquet", schemas.CORPUS).select("doc_id", "text")
+    return dict(queries.iter_rows()), dict(corpus.iter_rows())
 
 
 def torch_threads(params: Params) -> None:

@@ -1,25 +1,24 @@
 """Stage `curriculum_figure`: bucket sampling probabilities for several σ (curriculum paper,
-Figure 1) on the real training triples."""
+Figure 1) and mean Ψ⁺ per tenth of training for both directions, on the real training
+triples with `orderings.curriculum`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pipeline.report.build import build_curriculum_figure
+from pipeline.ordering.curriculum import CurriculumConfig
+from pipeline.report.curriculum import build_curriculum_figures
 from stages.common import run_stage, setup
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv)
-    c = ns.params.curriculum
-    build_curriculum_figure(
+    build_curriculum_figures(
         "data/triples.parquet",
         "data/doc_scores.parquet",
         "plots/curriculum",
-        psi=c.psi,
-        n_buckets=c.buckets() or 10,
-        direction=c.direction,
-        mu=c.mu,
+        ns.params.orderings.get("curriculum") or CurriculumConfig(),
+        ns.params.train.seed,
     )
 
 

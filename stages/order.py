@@ -1,4 +1,5 @@
-"""Stage `order_<group>@<method>`: the method's training triples in training order."""
+"""Stage `order@<method>`: the method's training triples in training order (per fold, when
+the triples carry one), and how Ψ⁺ moves through that order (`plots/order/<method>.csv`)."""
 
 from __future__ import annotations
 
@@ -6,51 +7,47 @@ import logging
 from collections.abc import Sequence
 
 from pipeline import io, schemas
-from pipeline.ordering import ORDER_GROUPS, OrderingContext, get_ordering
-from pipeline.params import MethodParams, Params, get_method
+from pipeline.ordering import apply_ordering, get_ordering, psi_profile
+from pipeline.params import get_method
 from stages.common import run_stage, setup
 
 log = logging.getLogger("stages.order")
 
-
-def context(params: Params, m: MethodParams) -> OrderingContext:
-    """The ordering's inputs from the params section its order stage declares."""
-    group = ORDER_GROUPS[m.ordering]
-    if group == "curriculum":
-        c = params.curriculum
-        return OrderingContext(
-            psi=c.psi,
-            seed=c.seed,
-            n_buckets=c.buckets(),
-            mu=c.mu,
-            sigma=c.sigma,
-            direction=c.direction if m.ordering == "curriculum" else None,
-        )
-    if group == "lws":
-        return OrderingContext(
-            psi=m.psi,
-            seed=params.train.seed,
-            rate=params.lws.rate,
-            lws_top=params.lws.top,
-            candidates=io.read_table("data/train_candidates.parquet", schemas.CANDIDATES),
-            qrels=io.read_table("data/qrels.parquet", schemas.QRELS),
-        )
-    return OrderingContext(psi=m.psi, seed=params.train.seed)
+# The extra input tables an ordering's record may name in `needs` (all deps in dvc.yaml).
+TABLES = {
+    "train_candidates": ("data/train_candidates.parquet", schemas.CANDIDATES),
+    "qrels": ("data/qrels.parquet", schemas.QRELS),
+}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv, method=True)
     m = get_method(ns.params, ns.method)
+    record = get_ordering(m.ordering)
     triples = io.read_table("data/triples.parquet", schemas.TRIPLES)
-    doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
-    ordered = get_ordering(m.ordering)(triples, doc_scores, context(ns.params, m))
+    ordered = apply_ordering(
+        record,
+        triples,
+        io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES),
+        ns.params.orderings[m.ordering],
+        psi=m.psi,
+        seed=ns.params.train.seed,
+        direction=m.direction,
+        tables={name: io.read_table(*TABLES[name]) for name in record.needs},
+    )
     io.write_table(ordered, f"data/order/{ns.method}.parquet", schemas.ORDERED_TRIPLES)
+    rho, tenths = psi_profile(ordered)
+    profile = tenths.with_columns(spearman=rho)
+    io.write_text(profile.write_csv(float_precision=6), f"plots/order/{ns.method}.csv")
     log.info(
-        "order@%s: %s ordering of %d of %d triples",
+        "order@%s: %s ordering of %d of %d triples; Spearman(position, Ψ⁺) = %.3f; "
+        "mean Ψ⁺ per tenth: %s",
         ns.method,
         m.ordering,
         ordered.height,
         triples.height,
+        rho,
+        " ".join(f"{v:.3f}" for v in tenths["psi_mean"]),
     )
 
 

@@ -3,10 +3,12 @@ the comparison CSV, the trade-off plot data and the report figures."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
-from pipeline.params import FIRST_STAGE
+from pipeline.params import FIRST_STAGE, REFERENCE_ROWS
 from pipeline.report.build import build_report
 from stages.common import run_stage, setup
 
@@ -19,17 +21,31 @@ def main(argv: Sequence[str] | None = None) -> None:
     # The method list comes from params, not from a glob: removed methods leave stale files.
     methods = list(params.methods)
     written = build_report(
-        [FIRST_STAGE, *methods],
+        [*REFERENCE_ROWS, *methods],
         eval_dir="eval",
         out_dir="metrics",
         cutoffs=params.evaluate.cutoffs,
         baseline=methods[0],
-        reference=(FIRST_STAGE,),
-        info={"dataset": params.dataset.name, "model": params.model.name},
+        reference=REFERENCE_ROWS,
+        info={
+            "dataset": params.dataset.name,
+            "model": f"{params.model.name} ({params.model.arch})",
+            "evaluation": _evaluation(params.dataset.folds),
+        },
         plots_dir="plots/report",
         train_dir="plots/train",
+        correction=params.report.correction,
+        bootstrap_samples=params.report.bootstrap_samples,
+        bootstrap_seed=params.report.bootstrap_seed,
     )
     log.info("report: %d methods (baseline %s), %d files", len(methods), methods[0], len(written))
+
+
+def _evaluation(folds: int) -> str:
+    """ "5-fold cross-validation, 117 queries": how the rows were evaluated."""
+    n = json.loads(Path("eval", FIRST_STAGE, "metrics.json").read_text()).get("n_queries", 0)
+    split = f"{folds}-fold cross-validation" if folds > 1 else "one train/test split"
+    return f"{split}, {int(n)} queries"
 
 
 if __name__ == "__main__":

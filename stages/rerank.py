@@ -1,49 +1,53 @@
-"""Stage `rerank@<method>`: the method's model scores the BM25 candidates → run.
+"""Stage `rerank@<method>`: each fold's model scores its fold's BM25 candidates → one run.
 
 Writes `runs/<method>/run.parquet` and `run.trec`; with `train.seeds`, one `seed-<n>/` folder
-of both per seed.
+of both per seed. `rerank@zero-shot` (`--zero-shot`) reranks with the untrained checkpoint of
+`model.arch` (the `zero-shot` reference row).
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline import io, schemas
-from pipeline.rerank import rerank
-from pipeline.train.model import load_trained
-from stages.common import run_stage, setup, torch_threads
+from pipeline.models.features import load_features
+from pipeline.models.registry import build_ranker, load_ranker
+from pipeline.params import ZERO_SHOT, get_method
+from pipeline.provenance import build_metadata
+from pipeline.rerank import rerank_folds
+from stages.common import run_stage, setup, texts, torch_threads
 
 log = logging.getLogger("stages.rerank")
 
 
+def _args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--zero-shot", action="store_true", help="the untrained model reranks")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    ns = setup(__doc__ or "", argv, method=True)
+    ns = setup(__doc__ or "", argv, method=True, extra=_args)
     params = ns.params
     torch_threads(params)
     candidates = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
-    corpus = io.read_table("data/corpus.parquet", schemas.CORPUS)
-    queries = io.read_table("data/queries.parquet", schemas.QUERIES)
-    texts = (
-        dict(zip(queries["query_id"], queries["text"], strict=True)),
-        dict(zip(corpus["doc_id"], corpus["text"], strict=True)),
-    )
-    for _seed, sub in params.train.seed_runs():
-        tokenizer, model = load_trained(str(Path("models", ns.method, sub)))
-        run = rerank(
-            model,
-            tokenizer,
-            candidates,
-            *texts,
-            batch_size=params.rerank.batch_size,
-            max_len=params.model.max_len,
-            q_len=params.model.q_len,
-            device=params.train.device,
-        )
+    features = load_features("data/features.safetensors")
+    if ns.zero_shot:
+        ns.method, runs = ZERO_SHOT, [(params.train.seed, "")]
+    else:
+        get_method(params, ns.method)
+        runs = params.train.seed_runs()
+    for seed, sub in runs:
+        if ns.zero_shot:
+            load = lambda fold, s=seed: build_ranker(params.model, s)  # noqa: E731
+        else:
+            load = lambda fold, d=Path("models", ns.method, sub): load_ranker(d / f"fold-{fold}")  # noqa: E731
+        run = rerank_folds(load, candidates, texts(), params.rerank.batch_size, features)
         out = Path("runs", ns.method, sub)
         io.write_table(run, str(out / "run.parquet"), schemas.RUN)
-        io.write_trec_run(run, str(out / "run.trec"), tag=ns.method)
+        meta = build_metadata(params, ns.method, seed=seed)
+        io.write_trec_run(run, str(out / "run.trec"), tag=ns.method, metadata=meta)
         n_queries = run["query_id"].n_unique()
         log.info("rerank@%s: %s: %d queries, %d rows", ns.method, out, n_queries, run.height)
 

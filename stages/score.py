@@ -9,6 +9,7 @@ from pipeline import io, schemas
 from pipeline.bias.complexity import query_complexity
 from pipeline.bias.lexicon import load_lexicon, load_wordlist
 from pipeline.bias.scoring import score_documents
+from pipeline.bias.syntax import load_parser
 from stages.common import run_stage, setup
 
 log = logging.getLogger("stages.score")
@@ -26,10 +27,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     io.write_table(scores, "data/doc_scores.parquet", schemas.DOC_SCORES)
     queries = io.read_table("data/queries.parquet", schemas.QUERIES)
-    complexity = query_complexity(queries)
-    table = complexity.to_arrow()
-    schema = schemas.keyed_schema("query complexity", table, "query_id")
-    io.write_table(table, "data/query_complexity.parquet", schema)
+    parser = load_parser(p.complexity_parser) if p.complexity_parser else None
+    complexity = query_complexity(queries, parse=parser)
+    io.write_table(complexity, "data/query_complexity.parquet", schemas.QUERY_COMPLEXITY)
     log.info(
         "score: %d documents (tokenizer %s, lexicon %s), %d queries' complexity",
         scores.height,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -24,6 +24,7 @@ class Extracted:
 
 def _grep_biasir(p: DatasetParams) -> Extracted:
     from pipeline.data.grep_biasir import (
+        assign_folds,
         load_grep_biasir,
         make_triples,
         split_documents,
@@ -34,12 +35,20 @@ def _grep_biasir(p: DatasetParams) -> Extracted:
     data = load_grep_biasir()
     if p.max_queries is not None:
         data = subset_queries(data, p.max_queries)
-    queries = split_queries(data.queries, p.test_fraction, p.split_seed)
+    if p.folds > 1:
+        queries = assign_folds(data.queries, p.folds, p.split_seed)
+    else:
+        queries = split_queries(data.queries, p.test_fraction, p.split_seed)
+        test = pl.col("split") == "test"
+        queries = queries.with_columns(pl.when(test).then(0).otherwise(None).alias("fold"))
     queries = queries.with_columns(pl.lit("grep-biasir").alias("set"))
     corpus = split_documents(data, queries)
-    train_ids = queries.filter(pl.col("split") == "train")["query_id"].to_list()
-    triples = make_triples(data, train_ids, p.bm25_negatives, p.bm25_pool, p.split_seed)
-    return Extracted(corpus, queries, data.qrels, triples)
+    parts = []
+    for fold in range(max(p.folds, 1)):
+        train = queries.filter(pl.col("fold").ne_missing(fold))["query_id"].to_list()
+        t = make_triples(data, train, p.bm25_negatives, p.bm25_pool, p.split_seed)
+        parts.append(t.with_columns(pl.lit(fold, dtype=pl.Int64).alias("fold")))
+    return Extracted(corpus, queries, data.qrels, pl.concat(parts))
 
 
 def _msmarco(p: DatasetParams) -> Extracted:
@@ -83,6 +92,18 @@ SOURCES: dict[str, Callable[[DatasetParams], Extracted]] = {
 
 
 def extract(p: DatasetParams) -> Extracted:
+    """The source's tables; sources without folds get one (``fold`` 0 = the test queries)."""
     if p.name not in SOURCES:
         raise ValueError(f"unknown dataset {p.name!r}; known: {sorted(SOURCES)}")
-    return SOURCES[p.name](p)
+    if p.folds > 1 and p.name != "grep-biasir":
+        raise ValueError(
+            f"params key 'dataset.folds': k-fold cross-validation is for grep-biasir; "
+            f"{p.name} has its own test queries, set dataset.folds: 1"
+        )
+    out = SOURCES[p.name](p)
+    if "fold" in out.queries.columns:
+        return out
+    test = pl.col("split") == "test"
+    queries = out.queries.with_columns(pl.when(test).then(0).otherwise(None).alias("fold"))
+    triples = out.triples.with_columns(pl.lit(0, dtype=pl.Int64).alias("fold"))
+    return replace(out, queries=queries.cast({"fold": pl.Int64}), triples=triples)

@@ -15,9 +15,11 @@ from pipeline.metrics.awrf import awrf
 from pipeline.metrics.counterfactual import counterfactual
 from pipeline.metrics.effectiveness import effectiveness
 from pipeline.metrics.exposure import exposure
-from pipeline.metrics.inputs import EvalInputs, MetricFn, MissingInputError
+from pipeline.metrics.inputs import EvalInputs, MetricFn, MissingInputError, Summary
 from pipeline.metrics.liwc import liwc
 from pipeline.metrics.nfairr import nfairr
+from pipeline.metrics.variation import summarise as summarise_variation
+from pipeline.metrics.variation import variation
 
 METRICS: dict[str, MetricFn] = {
     "effectiveness": effectiveness,
@@ -27,7 +29,11 @@ METRICS: dict[str, MetricFn] = {
     "awrf": awrf,
     "counterfactual": counterfactual,
     "exposure": exposure,
+    "variation": variation,
 }
+SUMMARIES: dict[str, Summary] = {"variation": summarise_variation}
+"""Families whose aggregates are not per-query means: `summarise(per_query) -> {key: value}`
+(empty when its columns are absent), added by `pipeline.metrics.suite.aggregate`."""
 
 
 def get_metric(name: str) -> MetricFn:
@@ -37,4 +43,4 @@ def get_metric(name: str) -> MetricFn:
     return METRICS[name]
 
 
-__all__ = ["METRICS", "EvalInputs", "MetricFn", "MissingInputError", "get_metric"]
+__all__ = ["METRICS", "SUMMARIES", "EvalInputs", "MetricFn", "MissingInputError", "get_metric"]

@@ -3,8 +3,11 @@ attention on fair group representation in ranked lists", WWW 2019 companion), as
 TREC Fair Ranking Track 2022 Task 1 (Ekstrand et al.), SPEC §4.6.
 
 Each document carries one group label (`doc_groups.group`, e.g. F/M/N for Grep-BiasIR);
-documents without a label are dropped (counted per query in `awrf_ungrouped_docs`, top max(k)).
-With the discount `d(r) = 1 / log2(max(r, 2))` at the document's run rank r:
+documents without a label are dropped (counted per query in `awrf_ungrouped_docs`, among the
+documents with a non-zero weight at max(k)). With the discount `d(r) = 1 / log2(max(r, 2))`
+at the document's run rank r (0 past k), tie-averaged: tied documents (equal scores) share the
+mean discount of the positions their block occupies (`pipeline.metrics.ties`, SPEC §1
+"Ties"), so the run's exposure vector is its expectation over the orders of each tie block:
 
 - run distribution `p` = discount-weighted mean of the one-hot group vectors of the top k;
 - target `q` = uniform over the known groups (`EvalInputs.awrf_target = "uniform"`), or
@@ -14,8 +17,9 @@ With the discount `d(r) = 1 / log2(max(r, 2))` at the document's run rank r:
 - `AWRF@k = 1 − JSD(p, q)`, `JSD = ½ KL(p‖m) + ½ KL(q‖m)`, `m = (p + q) / 2`, natural log, so
   AWRF ∈ [1 − ln 2, 1].
 
-A query with no labelled document in its top k gets null and `awrf_skipped@k` = 1. With qrels,
-`nDCGxAWRF@k` is the per-query product nDCG@k × AWRF@k (the track's Task 1 score).
+A query with no labelled document of non-zero weight in its top k gets null and
+`awrf_skipped@k` = 1. With qrels, `nDCGxAWRF@k` is the per-query product nDCG@k × AWRF@k (the
+track's Task 1 score; nDCG keeps the run's order, see `pipeline.metrics.effectiveness`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ import logging
 import polars as pl
 
 from pipeline.metrics.effectiveness import ndcg_per_query
-from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require, top_k
+from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
+from pipeline.metrics.ties import cut, fair_discount, tie_averaged
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +42,9 @@ def awrf(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
     """Per-query `AWRF@k` (and `nDCGxAWRF@k` when qrels are given) for every k."""
     doc_groups = require(ctx, "doc_groups", "awrf")
     base = query_frame(ctx.run)
-    ranked = top_k(ctx.run, max(cutoffs)).join(doc_groups, on="doc_id", how="left")
+    weights = {f"_w{k}": cut(k, fair_discount) for k in cutoffs}
+    ranked = tie_averaged(ctx.run, weights, max(cutoffs))
+    ranked = ranked.join(doc_groups, on="doc_id", how="left", maintain_order="left")
     counts = ranked.group_by("query_id", maintain_order=True).agg(
         pl.col("group").null_count().cast(pl.Int64).alias(UNGROUPED)
     )
@@ -45,7 +52,7 @@ def awrf(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
     fallback = target.group_by("query_id", maintain_order=True).agg(pl.col(FALLBACK).first())
     out = base
     for k in cutoffs:
-        dist = run_distribution(ranked.filter(pl.col("rank") <= k))
+        dist = run_distribution(ranked, f"_w{k}")
         values = one_minus_jsd(dist, target.drop(FALLBACK), f"AWRF@{k}")
         out = out.join(values, on="query_id", how="left", maintain_order="left")
     if ctx.qrels is not None:
@@ -59,15 +66,17 @@ def awrf(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
     return out
 
 
-def run_distribution(ranked: pl.DataFrame) -> pl.DataFrame:
-    """`query_id, group, p`: discount-weighted share of each group among labelled documents.
+def run_distribution(ranked: pl.DataFrame, weight: str) -> pl.DataFrame:
+    """`query_id, group, p`: `weight`-weighted share of each group among labelled documents.
 
-    The discount `1 / log2(max(r, 2))` uses the run rank r; unlabelled documents are dropped.
+    `ranked` holds `query_id, group` and the (tie-averaged, cut-off) discount column `weight`
+    in the row order of `pipeline.metrics.ties.tie_averaged`; unlabelled documents and
+    documents of weight 0 are dropped.
     """
-    weight = 1.0 / pl.max_horizontal(pl.col("rank"), 2).cast(pl.Float64).log(2)
-    labelled = ranked.filter(pl.col("group").is_not_null()).with_columns(weight.alias("_w"))
-    labelled = labelled.sort("query_id", "rank")  # float sums in one fixed order: bit-identical
-    mass = labelled.group_by("query_id", "group", maintain_order=True).agg(pl.col("_w").sum())
+    labelled = ranked.filter(pl.col("group").is_not_null() & (pl.col(weight) > 0))
+    mass = labelled.group_by("query_id", "group", maintain_order=True).agg(
+        pl.col(weight).sum().alias("_w")
+    )
     return mass.select(
         "query_id", "group", (pl.col("_w") / pl.col("_w").sum().over("query_id")).alias("p")
     )

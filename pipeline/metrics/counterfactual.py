@@ -5,15 +5,19 @@ SPEC §4.7 (goes beyond the papers).
 Every Grep-BiasIR query has its relevant document in a female (`F`), a male (`M`) and a
 neutral version (`doc_groups.group`). Per query,
 `gap = rank(female version) − rank(male version)` of the relevant document (qrel > 0), so a
-positive gap means the male version ranks higher. Per-query columns:
+positive gap means the male version ranks higher. A rank here is the mean rank of the
+document's tie block (documents of equal score, `pipeline.metrics.ties`, SPEC §1 "Ties"), so
+F and M versions with equal scores have gap exactly 0 whatever their order in the run.
+Per-query columns:
 
 - `gap-mean` = gap (the suite's mean is the mean gap; ≈ 0 for a fair ranker);
 - `gap-abs` = |gap|;
 - `gap-male-wins` = 1.0 if gap > 0 else 0.0 (its mean is the share of male wins).
 
-If a query has several relevant documents of one gender, the best-ranked one counts. A query
-whose relevant female or male version is not in its run (or not in the qrels/doc_groups) gets
-nulls and `gap_skipped` = 1; the suite averages over the remaining queries.
+If a query has several relevant documents of one gender, the best-ranked one (smallest mean
+rank) counts. A query whose relevant female or male version is not in its run (or not in the
+qrels/doc_groups) gets nulls and `gap_skipped` = 1; the suite averages over the remaining
+queries.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import logging
 import polars as pl
 
 from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
+from pipeline.metrics.ties import identity_rank, tie_averaged
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +42,7 @@ def counterfactual(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
     qrels = require(ctx, "qrels", "counterfactual")
     doc_groups = require(ctx, "doc_groups", "counterfactual")
     ranks = version_ranks(ctx.run, qrels, doc_groups)
-    gap = (pl.col("rank_f") - pl.col("rank_m")).cast(pl.Float64)
+    gap = pl.col("rank_f") - pl.col("rank_m")
     values = ranks.select(
         "query_id",
         gap.alias("gap-mean"),
@@ -60,17 +65,19 @@ def counterfactual(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
 
 
 def version_ranks(run: pl.DataFrame, qrels: pl.DataFrame, doc_groups: pl.DataFrame) -> pl.DataFrame:
-    """`query_id, rank_f, rank_m`: best run rank of the query's relevant F / M documents.
+    """`query_id, rank_f, rank_m`: best tie-block mean rank (Float64) of the query's relevant
+    F / M documents.
 
     Only queries with at least one relevant F or M document in the qrels appear; a version
     that is not in the run has a null rank.
     """
+    mean_rank = tie_averaged(run, {"_mean_rank": identity_rank}).select(
+        "query_id", "doc_id", pl.col("_mean_rank").alias("rank")
+    )
     relevant = qrels.filter(pl.col("relevance") > 0).join(
         doc_groups.filter(pl.col("group").is_in([FEMALE, MALE])), on="doc_id"
     )
-    ranked = relevant.join(
-        run.select("query_id", "doc_id", "rank"), on=["query_id", "doc_id"], how="left"
-    )
+    ranked = relevant.join(mean_rank, on=["query_id", "doc_id"], how="left")
     return ranked.group_by("query_id", maintain_order=True).agg(
         pl.col("rank").filter(pl.col("group") == FEMALE).min().alias("rank_f"),
         pl.col("rank").filter(pl.col("group") == MALE).min().alias("rank_m"),

@@ -7,14 +7,21 @@ Discount `d(r) = 1 / log2(max(r, 2))`.
 
 - `awrf_alignments`: AWRF@k = 1 − JSD(run, target) (Sapiezynski et al. 2019) with soft,
   multi-dimensional alignments; the run distribution is the discount-weighted mean of the
-  aligned top-k documents' vectors (unaligned ones dropped); the target is uniform over the
-  groups of the alignment table, or ("relevant") the mean vector of the query's aligned
-  relevant documents mixed 50/50 with the background (by default the mean vector of every
-  aligned document). With qrels, `nDCGxAWRF@k` = nDCG@k × AWRF@k as in Task 1.
+  aligned top-k documents' vectors (unaligned ones dropped; tied documents share the mean
+  discount of their tie block's positions, `pipeline.metrics.ties`, SPEC §1 "Ties"); the
+  target is uniform over the groups of the alignment table, or ("relevant") the mean vector
+  of the query's aligned relevant documents mixed 50/50 with the background (by default the
+  mean vector of every aligned document). With qrels, `nDCGxAWRF@k` = nDCG@k × AWRF@k as in
+  Task 1.
 - `expected_exposure` (Diaz et al., CIKM 2020, "Evaluating stochastic rankings with expected
-  exposure"; Task 2): a Plackett-Luce policy over the run scores (`exp(score / temperature)`,
-  sampled with the Gumbel top-L trick, seeded per query) emits N rankings of length L; the
-  system exposure `s` of a document is the mean discount at its ranks (0 when not shown). The
+  exposure"; Task 2): a Plackett-Luce policy over the run scores emits N rankings of length L
+  (sampled with the Gumbel top-L trick, seeded per query). The scores are first standardised
+  per query (z-score over the query's run documents, all zeros when they are all equal;
+  SPEC §4.6 "Score scale"), so the policy `exp(z / temperature)` does not depend on the
+  score scale: any map `a·s + b` with a > 0 gives the same rankings. The documents are
+  indexed in `doc_id` order, so the sampled noise does not depend on how tied documents
+  were ordered in the run. The system exposure `s` of a document is the mean discount at its
+  ranks (0 when not shown). The
   target `t` comes from the ideal policy that ranks by relevance grade and shuffles ties; we
   use its exact expectation, the mean discount over each tie block's positions (no
   sampling). Universe: the run's documents plus the query's relevant documents missing from
@@ -34,7 +41,8 @@ import polars as pl
 
 from pipeline.metrics.awrf import one_minus_jsd
 from pipeline.metrics.effectiveness import ndcg_per_query
-from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require, top_k
+from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
+from pipeline.metrics.ties import BLOCK, cut, fair_discount, tie_averaged
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +54,6 @@ NO_RELEVANT = "ee_no_relevant"
 def discount(ranks: np.ndarray) -> np.ndarray:
     """`1 / log2(max(r, 2))` for 1-based ranks."""
     return 1.0 / np.log2(np.maximum(ranks, 2))
-
-
-def _discount_expr() -> pl.Expr:
-    return 1.0 / pl.max_horizontal(pl.col("rank"), 2).cast(pl.Float64).log(2)
 
 
 def intersect(alignments: pl.DataFrame, dimensions: Sequence[str] | None = None) -> pl.DataFrame:
@@ -94,18 +98,18 @@ def awrf_alignments(
 ) -> pl.DataFrame:
     """Per-query `AWRF@k` (+ `nDCGxAWRF@k` with qrels, `awrf_skipped@k` counts)."""
     base = query_frame(run)
-    # sorted: float sums below then add in one fixed order (bit-identical reruns)
-    ranked = (
-        top_k(run, max(cutoffs)).join(alignments, on="doc_id").sort("query_id", "rank", "group")
-    )
-    ranked = ranked.with_columns((_discount_expr() * pl.col("weight")).alias("_w"))
+    weights = {f"_w{k}": cut(k, fair_discount) for k in cutoffs}
+    # tie-averaged discounts; sorted so the float sums below add in one fixed order that does
+    # not depend on the order of tied documents (bit-identical reruns)
+    ranked = tie_averaged(run, weights, max(cutoffs)).join(alignments, on="doc_id")
+    ranked = ranked.sort("query_id", BLOCK, "doc_id", "group")
     goal = _awrf_target(base, alignments, target, qrels, background)
     out = base
     for k in cutoffs:
         mass = (
-            ranked.filter(pl.col("rank") <= k)
+            ranked.filter(pl.col(f"_w{k}") > 0)
             .group_by("query_id", "group", maintain_order=True)
-            .agg(pl.col("_w").sum())
+            .agg((pl.col(f"_w{k}") * pl.col("weight")).sum().alias("_w"))
         )
         dist = mass.select(
             "query_id", "group", (pl.col("_w") / pl.col("_w").sum().over("query_id")).alias("p")
@@ -164,6 +168,19 @@ def _awrf_target(
     return grid.select("query_id", "group", q.alias("q"))
 
 
+def standardise(scores: np.ndarray) -> np.ndarray:
+    """Per-query z-score `(s − mean) / std` (population std); all zeros when every score is
+    equal (SPEC §4.6 "Score scale": Plackett-Luce then ignores the score scale)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.size == 0 or np.all(scores == scores[0]):
+        return np.zeros(scores.size)
+    centred = scores - scores.mean()
+    std = float(np.sqrt(np.mean(centred**2)))
+    if std == 0.0:  # distinct scores whose spread underflows: treat them as all equal
+        return np.zeros(scores.size)
+    return centred / std
+
+
 def plackett_luce(
     scores: np.ndarray, n_samples: int, length: int, temperature: float, rng: np.random.Generator
 ) -> np.ndarray:
@@ -219,19 +236,26 @@ def expected_exposure(
     temperature: float = TEMPERATURE,
     seed: int = SEED,
 ) -> pl.DataFrame:
-    """Per-query `EE-L@L, EE-D@L, EE-R@L` (+ `EUE@L` with alignments) and `ee_no_relevant`."""
+    """Per-query `EE-L@L, EE-D@L, EE-R@L` (+ `EUE@L` with alignments) and `ee_no_relevant`.
+
+    The policy samples from `exp(z / temperature)` with `z` the query's standardised scores.
+    """
     groups = alignments["group"].unique().sort().to_list() if alignments is not None else []
     vectors = _vectors(alignments, groups) if alignments is not None else None
     relevant = qrels.filter(pl.col("relevance") > 0)
     by_query = {k[0]: v for k, v in relevant.partition_by("query_id", as_dict=True).items()}
     rows = []
-    for (qid,), part in run.sort("query_id", "rank").group_by("query_id", maintain_order=True):
+    # doc_id order within a query: the Gumbel noise each document draws ignores its run rank
+    for (qid,), part in run.sort("query_id", "doc_id").group_by("query_id", maintain_order=True):
         rel = by_query.get(qid, relevant.head(0))
-        extra = rel.filter(~pl.col("doc_id").is_in(part["doc_id"].implode()))["doc_id"].to_list()
+        extra = sorted(
+            rel.filter(~pl.col("doc_id").is_in(part["doc_id"].implode()))["doc_id"].to_list()
+        )
         doc_ids = [*part["doc_id"].to_list(), *extra]
         grades = dict(zip(rel["doc_id"].to_list(), rel["relevance"].to_list(), strict=True))
         rng = np.random.default_rng([seed, zlib.crc32(str(qid).encode())])
-        ranks = plackett_luce(part["score"].to_numpy(), n_samples, length, temperature, rng)
+        z = standardise(part["score"].to_numpy())
+        ranks = plackett_luce(z, n_samples, length, temperature, rng)
         s = system_exposure(ranks, len(doc_ids))
         t = ideal_exposure(np.array([grades.get(d, 0) for d in doc_ids], dtype=float), length)
         align = None if vectors is None else _matrix(vectors, doc_ids, len(groups))
@@ -269,12 +293,13 @@ def _matrix(vectors: Vectors, doc_ids: list[str], n_groups: int) -> np.ndarray:
 
 
 def exposure(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
-    """Metric family `exposure`: expected exposure (N = 100, L = 20, temperature 1, seed 0) of
-    the run's scores, with `doc_groups` as one-hot alignments for EUE when present. The
-    cut-offs do not apply (L is the ranking length)."""
+    """Metric family `exposure`: expected exposure (N = 100, L = 20, seed 0, temperature
+    `ctx.exposure_temperature` on the standardised scores) of the run, with `doc_groups` as
+    one-hot alignments for EUE when present. The cut-offs do not apply (L is the ranking
+    length)."""
     qrels = require(ctx, "qrels", "exposure")
     align = one_hot(ctx.doc_groups) if ctx.doc_groups is not None else None
-    values = expected_exposure(ctx.run, qrels, align)
+    values = expected_exposure(ctx.run, qrels, align, temperature=ctx.exposure_temperature)
     out = finish(query_frame(ctx.run), values, [NO_RELEVANT])
     n = int(out[NO_RELEVANT].sum())
     if n:

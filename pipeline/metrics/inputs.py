@@ -1,7 +1,7 @@
 """What every metric family receives: the validated tables of one evaluation.
 
-`EvalInputs` normalises its tables on construction (required columns selected, ids cast to
-strings, numbers to Int64/Float64) and rejects a malformed run with a `ValueError` naming the
+`EvalInputs` normalises its tables on construction (required columns selected and cast to
+their types in `pipeline.schemas`) and rejects a malformed run with a `ValueError` naming the
 problem, the first offending query/document and the fix. Per-query metric tables share two
 conventions that `pipeline.metrics.suite` relies on:
 
@@ -11,34 +11,44 @@ conventions that `pipeline.metrics.suite` relies on:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Literal
 
 import polars as pl
+import pyarrow as pa
+
+from pipeline import schemas
 
 AwrfTarget = Literal["uniform", "relevant"]
 MetricFn = Callable[["EvalInputs", tuple[int, ...]], pl.DataFrame]
-Columns = dict[str, type[pl.DataType]]
+Summary = Callable[[pl.DataFrame], dict[str, float]]
+Columns = dict[str, pl.DataType]
 
-RUN_COLUMNS: Columns = {
-    "query_id": pl.String,
-    "doc_id": pl.String,
-    "score": pl.Float64,
-    "rank": pl.Int64,
-}
-QRELS_COLUMNS: Columns = {"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int64}
-CANDIDATE_COLUMNS: Columns = {"query_id": pl.String, "doc_id": pl.String, "rank": pl.Int64}
-DOC_GROUP_COLUMNS: Columns = {"doc_id": pl.String, "group": pl.String}
-DOC_SCORE_COLUMNS: Columns = {"doc_id": pl.String} | {
-    c: pl.Float64
-    for c in (
-        *(f"{x}_{g}" for x in ("tc", "tf", "bool") for g in ("f", "m")),
-        "neutrality",
-        "lex_f",
-        "lex_m",
-    )
-}
+
+def _columns(schema: schemas.Schema, *names: str) -> Columns:
+    """``names`` with the polars types of their Arrow types in ``schema`` (``pipeline.schemas``,
+    the one place column specs live)."""
+    arrow = schema.columns()
+    empty = pl.from_arrow(pa.schema([(n, arrow[n]) for n in names]).empty_table())
+    assert isinstance(empty, pl.DataFrame)
+    return dict(empty.schema)
+
+
+RUN_COLUMNS = _columns(schemas.RUN, "query_id", "doc_id", "score", "rank")
+QRELS_COLUMNS = _columns(schemas.QRELS, "query_id", "doc_id", "relevance")
+CANDIDATE_COLUMNS = _columns(schemas.CANDIDATES, "query_id", "doc_id", "rank")
+DOC_GROUP_COLUMNS = _columns(schemas.CORPUS, "doc_id", "group")
+COMPLEXITY_COLUMNS = _columns(schemas.QUERY_COMPLEXITY, "query_id", "complexity", "bin")
+DOC_SCORE_COLUMNS = _columns(
+    schemas.DOC_SCORES,
+    "doc_id",
+    *(f"{x}_{g}" for x in ("tc", "tf", "bool") for g in ("f", "m")),
+    "neutrality",
+    "lex_f",
+    "lex_m",
+)
 
 _FIX = {
     "non-finite": "drop or re-score these rows (the reranker emitted NaN/inf) before evaluating",
@@ -56,7 +66,9 @@ class MissingInputError(ValueError):
 class EvalInputs:
     """Tables of one evaluation; optional ones left None disable the families that need them.
 
-    `awrf_target` selects the AWRF target distribution ("uniform" or "relevant", SPEC §4.6).
+    `awrf_target` selects the AWRF target distribution ("uniform" or "relevant", SPEC §4.6);
+    `exposure_temperature` (> 0) is the Plackett-Luce temperature of expected exposure on the
+    per-query standardised scores (SPEC §4.6 "Score scale", `evaluate.exposure_temperature`).
     """
 
     run: pl.DataFrame
@@ -64,12 +76,20 @@ class EvalInputs:
     doc_scores: pl.DataFrame | None = None
     candidates: pl.DataFrame | None = None
     doc_groups: pl.DataFrame | None = None
+    query_complexity: pl.DataFrame | None = None  # data/query_complexity.parquet (SPEC §3)
     awrf_target: AwrfTarget = "uniform"
+    exposure_temperature: float = 1.0
 
     def __post_init__(self) -> None:
         if self.awrf_target not in ("uniform", "relevant"):
             raise ValueError(
                 f"awrf_target must be 'uniform' or 'relevant', got {self.awrf_target!r}"
+            )
+        t = self.exposure_temperature
+        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0:
+            raise ValueError(
+                f"exposure_temperature must be a finite number > 0, got {t!r}; "
+                "fix `evaluate.exposure_temperature` in params.yaml"
             )
         specs: dict[str, tuple[Columns, tuple[str, ...]]] = {
             "run": (RUN_COLUMNS, ("query_id", "doc_id")),
@@ -77,6 +97,7 @@ class EvalInputs:
             "doc_scores": (DOC_SCORE_COLUMNS, ("doc_id",)),
             "candidates": (CANDIDATE_COLUMNS, ("query_id", "doc_id")),
             "doc_groups": (DOC_GROUP_COLUMNS, ("doc_id",)),
+            "query_complexity": (COMPLEXITY_COLUMNS, ("query_id",)),
         }
         for f in fields(self):
             df = getattr(self, f.name)

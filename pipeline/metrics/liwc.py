@@ -6,8 +6,11 @@ Per document, `lex_f` / `lex_m` are the shares of female / male lexicon tokens a
 `n_words` (computed by the score stage with the user's LIWC dictionary or the open default
 lexicon; `doc_scores.lexicon` records which). Per query:
 `LIWC@k = |mean over ranks 1..min(k, len) of (lex_f − lex_m)| × 100`; the suite averages it
-over all run queries. Ranked documents missing from `doc_scores` count as shares (0, 0) and
-are counted per query in `liwc_missing_doc_scores` (within the top max(k)).
+over all run queries. The mean is a sum with weight `1/k'` (`k' = min(k, len)`) per rank,
+and tied documents (equal scores) share the mean weight of the positions their block occupies
+(`pipeline.metrics.ties`, SPEC §1 "Ties"), so the mean is its expectation over the orders of
+each tie block. Ranked documents missing from `doc_scores` count as shares (0, 0) and are
+counted per query in `liwc_missing_doc_scores` (documents with a non-zero weight at max(k)).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import logging
 
 import polars as pl
 
-from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require, top_k
+from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
+from pipeline.metrics.ties import mean_weight, tie_averaged
 
 log = logging.getLogger(__name__)
 
@@ -30,11 +34,13 @@ def liwc(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
         (pl.col("lex_f") - pl.col("lex_m")).alias("_diff"),
         pl.lit(0, pl.Int64).alias("_missing"),
     )
-    ranked = top_k(ctx.run, max(cutoffs)).join(shares, on="doc_id", how="left")
+    weights = {f"_w{k}": mean_weight(k) for k in cutoffs}
+    ranked = tie_averaged(ctx.run, weights, max(cutoffs))
+    ranked = ranked.join(shares, on="doc_id", how="left", maintain_order="left")
     ranked = ranked.with_columns(pl.col("_diff").fill_null(0.0), pl.col("_missing").fill_null(1))
     values = ranked.group_by("query_id", maintain_order=True).agg(
         *(
-            (pl.col("_diff").filter(pl.col("rank") <= k).mean().abs() * 100).alias(f"LIWC@{k}")
+            ((pl.col("_diff") * pl.col(f"_w{k}")).sum().abs() * 100).alias(f"LIWC@{k}")
             for k in cutoffs
         ),
         pl.col("_missing").sum().alias(MISSING),

@@ -6,7 +6,8 @@
   columns (see `pipeline.metrics`);
 - `aggregates`: every Float64 column → its mean over the queries where it is not null, which
   gives each metric its SPEC denominator (MRR/nDCG/ARaB/LIWC: all run queries; NFaiRR, AWRF
-  and the gap: the non-skipped ones); every Int64 count column → its sum; plus `n_queries`.
+  and the gap: the non-skipped ones); every Int64 count column → its sum; plus `n_queries`
+  and the keys of every `SUMMARIES` function (σ, c_v, per-bin values of `variation`).
   A metric with no evaluable query is left out (a warning says so), so the dict never holds
   NaN (the metrics JSON writer rejects non-finite numbers).
 """
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipeline.metrics import METRICS, MissingInputError, get_metric
+from pipeline.metrics import METRICS, SUMMARIES, MissingInputError, get_metric
 from pipeline.metrics.inputs import EvalInputs, check_cutoffs, query_frame
 
 log = logging.getLogger(__name__)
@@ -61,4 +62,6 @@ def aggregate(per_query: pl.DataFrame) -> dict[str, float]:
             out[name] = float(column.mean())  # type: ignore[arg-type]
         elif dtype == pl.Int64:
             out[name] = int(column.sum())
+    for summarise in SUMMARIES.values():  # aggregates that are not means (e.g. variation)
+        out |= summarise(per_query)
     return out

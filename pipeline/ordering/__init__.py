@@ -1,69 +1,66 @@
-"""Training-data orderings: a registry keyed by the `methods.<m>.ordering` name.
+"""Training-data orderings: one record per ordering, keyed by the `methods.<m>.ordering` name.
 
-Every ordering takes the triples and the per-document scores and returns the triples in
-training order with `position` (0-based) and `psi` (Ψ magnitude of the positive document).
-``neutral_only`` and ``biased_only`` drop triples; ``lws`` replaces negatives and needs
-``ctx.candidates`` and ``ctx.qrels``; the others keep every triple exactly once.
+Every public module of this package is one ordering, named after its key, and defines
+``RECORD = Ordering(name, fn, Config, needs=…)`` (see :class:`Ordering`); modules whose name
+starts with ``_`` and ``common`` are helpers. The registry is collected from those records,
+so a new ordering is one file here: its params section is ``orderings.<name>`` (loaded into
+its ``Config`` by ``pipeline.params``), its extra inputs are its ``needs``.
+
+An ordering takes the triples, the per-document scores, its config and the method's
+:class:`Inputs` and returns the triples in training order with ``position`` (0-based) and
+``psi`` (Ψ magnitude of the positive document). This package imports no torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import difflib
+import importlib
+import pkgutil
 
-import polars as pl
-
+from pipeline.ordering._apply import apply_ordering, psi_profile
 from pipeline.ordering._curriculum import bucket_probabilities
-from pipeline.ordering.biased_only import biased_only
-from pipeline.ordering.common import OrderingContext
-from pipeline.ordering.curriculum import curriculum
-from pipeline.ordering.curriculum_high_low import curriculum_high_low
-from pipeline.ordering.curriculum_low_high import curriculum_low_high
-from pipeline.ordering.lws import lws
-from pipeline.ordering.neutral_only import neutral_only
-from pipeline.ordering.shuffle import shuffle
+from pipeline.ordering.common import DIRECTIONS, Inputs, NoConfig, Ordering
 
-Ordering = Callable[[pl.DataFrame, pl.DataFrame, OrderingContext], pl.DataFrame]
+HELPERS = frozenset({"common"})
+"""Public modules of this package that are not orderings."""
 
-ORDERINGS: dict[str, Ordering] = {
-    "shuffle": shuffle,
-    "curriculum": curriculum,
-    "curriculum_low_high": curriculum_low_high,
-    "curriculum_high_low": curriculum_high_low,
-    "neutral_only": neutral_only,
-    "biased_only": biased_only,
-    "lws": lws,
-}
 
-FILTERING = frozenset({"neutral_only", "biased_only"})
-"""Orderings that keep only some triples."""
-NEEDS_CANDIDATES = frozenset({"lws"})
-"""Orderings that read ``ctx.candidates`` and ``ctx.qrels``."""
+def _collect() -> dict[str, Ordering]:
+    records: dict[str, Ordering] = {}
+    for module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+        if module.startswith("_") or module in HELPERS:
+            continue
+        record = getattr(importlib.import_module(f"{__name__}.{module}"), "RECORD", None)
+        if not isinstance(record, Ordering) or record.name != module:
+            raise TypeError(
+                f"pipeline/ordering/{module}.py must define RECORD = Ordering({module!r}, …) "
+                "(every public module there is an ordering; prefix helper modules with '_')"
+            )
+        records[module] = record
+    return records
 
-ORDER_GROUPS: dict[str, str] = {
-    "shuffle": "plain",
-    "neutral_only": "plain",
-    "biased_only": "plain",
-    "curriculum": "curriculum",
-    "curriculum_low_high": "curriculum",
-    "curriculum_high_low": "curriculum",
-    "lws": "lws",
-}
-"""Which `order_groups` list (and so which DVC order stage and params) serves an ordering."""
+
+ORDERINGS: dict[str, Ordering] = _collect()
+"""Every ordering's record, by name."""
 
 
 def get_ordering(name: str) -> Ordering:
+    """The record of ordering ``name``; an unknown name lists the known ones."""
     if name not in ORDERINGS:
-        raise ValueError(f"unknown ordering {name!r}; known: {sorted(ORDERINGS)}")
+        close = difflib.get_close_matches(name, list(ORDERINGS), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unknown ordering {name!r}; known: {sorted(ORDERINGS)}{hint}")
     return ORDERINGS[name]
 
 
 __all__ = [
-    "FILTERING",
-    "NEEDS_CANDIDATES",
+    "DIRECTIONS",
     "ORDERINGS",
-    "ORDER_GROUPS",
+    "Inputs",
+    "NoConfig",
     "Ordering",
-    "OrderingContext",
+    "apply_ordering",
     "bucket_probabilities",
     "get_ordering",
+    "psi_profile",
 ]

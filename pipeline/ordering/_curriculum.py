@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from pipeline.ordering.common import OrderingContext, numbered, with_positive_psi
+from pipeline.ordering.common import Seed, numbered, rng, with_positive_psi
 
 logger = logging.getLogger(__name__)
 
@@ -91,32 +91,46 @@ def race_order(bucket: np.ndarray, log_p: FloatArray, rng: np.random.Generator) 
     return order[np.argsort(log_time, kind="stable")]
 
 
+def rank_values(psi: FloatArray) -> FloatArray:
+    """Ψ in rank units: ``(average rank − 1) / (n − 1)`` in [0, 1], ties sharing their mean
+    rank (``mu_units: rank``; one triple gives 0)."""
+    if len(psi) < 2:
+        return np.zeros(len(psi))
+    ranks = pl.Series(psi).rank("average").to_numpy().astype(np.float64)
+    return (ranks - 1.0) / (len(psi) - 1)
+
+
 def curriculum_order(
-    triples: pl.DataFrame, doc_scores: pl.DataFrame, ctx: OrderingContext, direction: str
+    triples: pl.DataFrame,
+    doc_scores: pl.DataFrame,
+    *,
+    psi: str,
+    n_buckets: int | None,
+    mu: float | None,
+    sigma: float,
+    seed: Seed,
+    direction: str,
+    mu_units: str = "value",
 ) -> pl.DataFrame:
-    """Triples in curriculum order with ``position``, ``psi`` and ``bucket`` (SPEC §6.1)."""
-    scored = with_positive_psi(triples, doc_scores, ctx.psi)
-    psi = scored["psi"].to_numpy().astype(np.float64)
-    rng = np.random.default_rng(ctx.seed)
-    bucket = assign_buckets(psi, ctx.n_buckets, rng.random(len(psi)))
-    mu = ctx.mu if ctx.mu is not None else default_mu(psi, direction)
-    _, log_p = bucket_log_weights(psi, bucket, mu, ctx.sigma)
-    order = race_order(bucket, log_p, rng)
+    """Triples in curriculum order with ``position``, ``psi`` and ``bucket`` (SPEC §6.1).
+
+    ``mu_units="rank"`` puts the bucket means, μ and σ in rank units (:func:`rank_values`)
+    instead of Ψ values, so both directions see the same spread of distances from μ.
+    """
+    scored = with_positive_psi(triples, doc_scores, psi)
+    values = scored["psi"].to_numpy().astype(np.float64)
+    gen = rng(seed)
+    bucket = assign_buckets(values, n_buckets, gen.random(len(values)))
+    x = rank_values(values) if mu_units == "rank" else values
+    centre = mu if mu is not None else default_mu(x, direction)
+    _, log_p = bucket_log_weights(x, bucket, centre, sigma)
+    order = race_order(bucket, log_p, gen)
     logger.info(
-        "curriculum %s: %d triples in %d buckets, mu=%.4g, sigma=%.4g",
-        direction, len(psi), len(log_p), mu, ctx.sigma,
+        "curriculum %s: %d triples in %d buckets, mu=%.4g (%s units), sigma=%.4g",
+        direction, len(values), len(log_p), centre, mu_units, sigma,
     )  # fmt: skip
     out = scored.with_columns(pl.Series("bucket", bucket, dtype=pl.Int64))[order]
     return numbered(out)
-
-
-def check_direction(ctx: OrderingContext, direction: str, name: str) -> None:
-    """A named-direction ordering rejects a context asking for the other direction."""
-    if ctx.direction is not None and ctx.direction != direction:
-        raise ValueError(
-            f"ordering {name!r} is {direction!r} but the method sets direction "
-            f"{ctx.direction!r}; use ordering 'curriculum' with that direction, or drop it"
-        )
 
 
 def bucket_probabilities(

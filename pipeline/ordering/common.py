@@ -1,8 +1,10 @@
-"""Shared pieces of the orderings: the context they receive, Ψ lookup and positions."""
+"""Shared pieces of the orderings: the record, what an ordering receives, Ψ lookup, positions."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -10,45 +12,87 @@ import polars as pl
 from pipeline.schemas import PSI_SOURCE
 
 DIRECTIONS = ("low_to_high", "high_to_low")
+PsiColumn = Literal["bool_abs", "tf_abs", "tc_abs"]
+"""A Ψ column of ``doc_scores`` by its params name (the keys of ``schemas.PSI_SOURCE``)."""
+
+Seed = int | tuple[int, ...]
+"""An RNG seed: ``train.seed`` (or an ordering's own ``seed``), or ``(seed, fold)`` per fold."""
 
 
 @dataclass(frozen=True)
-class OrderingContext:
-    """What an ordering may read besides the triples.
+class NoConfig:
+    """The ``orderings.<name>`` section of an ordering without parameters: ``{}``."""
 
-    Every ordering: ``psi`` (which Ψ column, magnitude of the positive) and ``seed``.
-    Curriculum (SPEC §6.1): ``n_buckets`` (``None`` = 'all', one triple per bucket), ``mu``
-    (``None`` = min Ψ for ``low_to_high``, max Ψ for ``high_to_low``), ``sigma`` and
-    ``direction`` (read by ``curriculum``; the named directions reject a contradicting one).
-    LWS (SPEC §6.4): ``rate`` (share of triples whose negative is replaced), ``lws_top`` (draw
-    among the query's ``lws_top`` most biased non-relevant candidates), ``candidates``
-    (query_id, doc_id, rank) and ``qrels`` (query_id, doc_id, relevance).
-    The defaults leave ``shuffle`` unaffected.
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the order stage hands an ordering besides its ``Config``.
+
+    ``psi``: the method's Ψ column (``methods.<m>.psi``); ``seed``: ``train.seed``, or
+    ``(train.seed, fold)`` when the triples are split by fold; ``direction``: the method's
+    ``direction`` (only for orderings whose record lists it in ``method_keys``); ``tables``:
+    the extra input tables the record ``needs``, by name (one fold's rows of each).
     """
 
     psi: str = "bool_abs"
-    seed: int = 0
-    n_buckets: int | None = None
-    mu: float | None = None
-    sigma: float = 1.0
+    seed: Seed = 0
     direction: str | None = None
-    rate: float = 0.6
-    lws_top: int = 5
-    candidates: pl.DataFrame | None = field(default=None, repr=False, compare=False)
-    qrels: pl.DataFrame | None = field(default=None, repr=False, compare=False)
+    tables: Mapping[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        checks = {
-            f"psi in {sorted(PSI_SOURCE)}": self.psi in PSI_SOURCE,
-            "n_buckets >= 1 (or None for 'all')": self.n_buckets is None or self.n_buckets >= 1,
-            "sigma > 0": self.sigma > 0,
-            f"direction in {list(DIRECTIONS)} or None": self.direction in (None, *DIRECTIONS),
-            "0 <= rate <= 1": 0 <= self.rate <= 1,
-            "lws_top >= 1": self.lws_top >= 1,
-        }
-        failed = [rule for rule, ok in checks.items() if not ok]
-        if failed:
-            raise ValueError(f"invalid ordering context {self}: need {', '.join(failed)}")
+    def table(self, name: str, columns: Sequence[str], ordering: str) -> pl.DataFrame:
+        """The input table ``name``; a clear error if it is absent or lacks ``columns``."""
+        if name not in self.tables:
+            raise ValueError(
+                f"ordering {ordering!r} needs the {name!r} table (columns {list(columns)}); "
+                f"list it in the record's `needs` so the order stage reads it"
+            )
+        frame = self.tables[name]
+        missing = sorted(set(columns) - set(frame.columns))
+        if missing:
+            raise ValueError(f"table {name!r} lacks columns {missing}; has {frame.columns}")
+        return frame
+
+    def rng_seed(self, own: int | None = None) -> Seed:
+        """The seed to draw with: ``own`` (an ordering's own ``seed`` param) in place of
+        ``train.seed`` when set, still mixed with the fold."""
+        if own is None:
+            return self.seed
+        return own if isinstance(self.seed, int) else (own, *self.seed[1:])
+
+
+OrderFn = Callable[[pl.DataFrame, pl.DataFrame, Any, Inputs], pl.DataFrame]
+"""``fn(triples, doc_scores, cfg, inputs)`` → the triples in training order with
+``position`` (0, 1, …) and ``psi`` (|Ψ| of the positive)."""
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """One ordering plug-in: everything the params loader, DVC and the order stage need.
+
+    ``name``: the ``methods.<m>.ordering`` value, also the module's file name.
+    ``fn``: the ordering (see ``OrderFn``). ``config``: frozen dataclass of its
+    ``orderings.<name>`` section (``NoConfig`` for ``{}``); fields carry ``Literal`` choices
+    and ``Annotated[..., Range(...)]`` bounds. ``needs``: extra input tables by name
+    (``train_candidates``, ``qrels``), read by the order stage only when named here.
+    ``method_keys``: per-method settings it reads from the method entry (``direction``).
+    ``filters``: it keeps only some triples. ``replaces_negatives``: it may swap negatives.
+    """
+
+    name: str
+    fn: OrderFn
+    config: type = NoConfig
+    needs: tuple[str, ...] = ()
+    method_keys: tuple[str, ...] = ()
+    filters: bool = False
+    replaces_negatives: bool = False
+
+
+def rng(seed: Seed, *stream: int) -> np.random.Generator:
+    """A generator for ``seed``; ``stream`` numbers give independent streams of one seed."""
+    if not stream and isinstance(seed, int):
+        return np.random.default_rng(seed)
+    base = (seed,) if isinstance(seed, int) else seed
+    return np.random.default_rng([*base, *stream])
 
 
 def with_positive_psi(triples: pl.DataFrame, doc_scores: pl.DataFrame, psi: str) -> pl.DataFrame:
@@ -66,24 +110,36 @@ def numbered(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.int_range(0, pl.len(), dtype=pl.Int64).alias("position"))
 
 
-def seeded_shuffle(frame: pl.DataFrame, seed: int) -> pl.DataFrame:
+def seeded_shuffle(frame: pl.DataFrame, seed: Seed) -> pl.DataFrame:
     """Rows of ``frame`` in a uniformly random order drawn with ``seed``, numbered."""
-    perm = np.random.default_rng(seed).permutation(frame.height)
+    perm = rng(seed).permutation(frame.height)
     return numbered(frame[perm])
 
 
+def query_shuffle(frame: pl.DataFrame, seed: Seed) -> pl.DataFrame:
+    """Queries in a uniformly random order, each query's rows contiguous and themselves in a
+    random order (one seeded permutation of rows, then a stable sort by a random query rank):
+    training batches then hold one query's triples, whose texts are encoded once."""
+    gen = rng(seed)
+    rows = frame[gen.permutation(frame.height)]
+    queries = rows["query_id"].unique(maintain_order=True)
+    rank = dict(zip(queries.to_list(), gen.permutation(queries.len()).tolist(), strict=True))
+    key = pl.col("query_id").replace_strict(rank, return_dtype=pl.Int64)
+    return numbered(rows.with_columns(key.alias("_q")).sort("_q", maintain_order=True).drop("_q"))
+
+
 def filtered_by_psi(
-    triples: pl.DataFrame, doc_scores: pl.DataFrame, ctx: OrderingContext, keep: pl.Expr, name: str
+    triples: pl.DataFrame, doc_scores: pl.DataFrame, inp: Inputs, keep: pl.Expr, name: str
 ) -> pl.DataFrame:
     """Triples whose positive satisfies ``keep`` (an expression on ``psi``), seeded shuffle.
 
     No triple left raises ``ValueError`` naming the ordering and the Ψ column.
     """
-    scored = with_positive_psi(triples, doc_scores, ctx.psi)
+    scored = with_positive_psi(triples, doc_scores, inp.psi)
     kept = scored.filter(keep)
     if kept.height == 0:
         raise ValueError(
-            f"ordering {name!r} keeps none of the {triples.height} triples (psi={ctx.psi!r}, "
-            f"{PSI_SOURCE[ctx.psi]}); choose another psi column or ordering"
+            f"ordering {name!r} keeps none of the {triples.height} triples (psi={inp.psi!r}, "
+            f"{PSI_SOURCE[inp.psi]}); choose another psi column or ordering"
         )
-    return seeded_shuffle(kept, ctx.seed)
+    return seeded_shuffle(kept, inp.seed)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 import polars as pl
 
-from pipeline.ordering.common import OrderingContext, seeded_shuffle, with_positive_psi
+from pipeline.config import Range
+from pipeline.ordering.common import Inputs, Ordering, rng, seeded_shuffle, with_positive_psi
 from pipeline.schemas import PSI_SOURCE
 
 logger = logging.getLogger(__name__)
@@ -15,18 +18,6 @@ logger = logging.getLogger(__name__)
 NAME = "lws"
 SOURCE = "lws"
 """``source`` value of a triple whose negative was replaced."""
-
-
-def _require(frame: pl.DataFrame | None, what: str, columns: tuple[str, ...]) -> pl.DataFrame:
-    if frame is None:
-        raise ValueError(
-            f"ordering {NAME!r} needs ctx.{what} (columns {list(columns)}) of the training "
-            "queries; pass them in the OrderingContext built by the order stage"
-        )
-    missing = sorted(set(columns) - set(frame.columns))
-    if missing:
-        raise ValueError(f"ctx.{what} lacks columns {missing}; has {frame.columns}")
-    return frame
 
 
 def biased_pool(
@@ -110,22 +101,38 @@ def replace_negatives(
     )
 
 
-def lws(triples: pl.DataFrame, doc_scores: pl.DataFrame, ctx: OrderingContext) -> pl.DataFrame:
-    """For a share ``ctx.rate`` of triples, swap the negative for a highly biased one.
+@dataclass(frozen=True)
+class LwsConfig:
+    """``orderings.lws``: ``rate`` = share of triples whose negative is replaced; ``top`` =
+    draw among the query's ``top`` most biased non-relevant BM25 candidates."""
 
-    The replacement is drawn uniformly among the query's ``ctx.lws_top`` non-relevant BM25
-    candidates of largest |Ψ| (Ψ > 0; column ``ctx.psi``). The result is shuffled with
-    ``ctx.seed`` as the baseline is; ``source`` marks replaced triples ``"lws"``.
-    **Decision** (the paper does not fix it): draw among the top ``lws_top`` (default 5).
+    rate: Annotated[float, Range(ge=0, le=1)] = 0.6
+    top: Annotated[int, Range(ge=1)] = 5
+
+
+def lws(
+    triples: pl.DataFrame, doc_scores: pl.DataFrame, cfg: LwsConfig, inp: Inputs
+) -> pl.DataFrame:
+    """For a share ``cfg.rate`` of triples, swap the negative for a highly biased one.
+
+    The replacement is drawn uniformly among the query's ``cfg.top`` non-relevant BM25
+    candidates of largest |Ψ| (Ψ > 0; column ``inp.psi``). The result is shuffled with
+    ``inp.seed`` as the baseline is; ``source`` marks replaced triples ``"lws"``.
+    **Decision** (the paper does not fix it): draw among the top ``top`` (default 5).
     Paper: Bigdeli et al., "A Light-Weight Strategy for Restraining Gender Biases in Neural
     Rankers", ECIR 2022 (code: aminbigdeli/bias_aware_neural_ranking).
-    Inputs: triples, ``doc_scores``; ``ctx.candidates`` (query_id, doc_id, rank: the
-    training queries' BM25 candidates), ``ctx.qrels`` (query_id, doc_id, relevance),
-    ``ctx.rate``, ``ctx.lws_top``, ``ctx.psi``, ``ctx.seed``.
+    Inputs: triples, ``doc_scores``; tables ``train_candidates`` (query_id, doc_id, rank: the
+    training queries' BM25 candidates) and ``qrels`` (query_id, doc_id, relevance);
+    ``orderings.lws`` (``rate``, ``top``); ``inp.psi``, ``inp.seed``.
     """
-    candidates = _require(ctx.candidates, "candidates", ("query_id", "doc_id", "rank"))
-    qrels = _require(ctx.qrels, "qrels", ("query_id", "doc_id", "relevance"))
-    pool = biased_pool(triples, doc_scores, candidates, qrels, ctx.psi, ctx.lws_top)
-    rng = np.random.default_rng([ctx.seed, 1])  # independent of the shuffle's stream
-    replaced = replace_negatives(triples, pool, ctx.rate, rng)
-    return seeded_shuffle(with_positive_psi(replaced, doc_scores, ctx.psi), ctx.seed)
+    candidates = inp.table("train_candidates", ("query_id", "doc_id", "rank"), NAME)
+    qrels = inp.table("qrels", ("query_id", "doc_id", "relevance"), NAME)
+    pool = biased_pool(triples, doc_scores, candidates, qrels, inp.psi, cfg.top)
+    gen = rng(inp.seed, 1)  # independent of the shuffle's stream
+    replaced = replace_negatives(triples, pool, cfg.rate, gen)
+    return seeded_shuffle(with_positive_psi(replaced, doc_scores, inp.psi), inp.seed)
+
+
+RECORD = Ordering(
+    NAME, lws, LwsConfig, needs=("train_candidates", "qrels"), replaces_negatives=True
+)

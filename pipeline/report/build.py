@@ -11,9 +11,11 @@ Outputs (all written atomically):
 |---|---|
 | `<out_dir>/summary.md` | per cut-off: absolute table (a), % change vs baseline (b), gap tables |
 | `<out_dir>/summary.csv` | one row per method, every numeric key of its metrics.json |
-| `<out_dir>/comparison.csv` | one row per (method, metric): mean, std, change, t, p, adjusted p |
+| `<out_dir>/comparison.csv` | one row per (method, metric): mean, std, change, CI, t, p, adj. p |
+| `<out_dir>/comparison_ranx.json` | the headline metrics compared as a ranx `Report.to_dict()` |
 | `<plots_dir>/tradeoff.csv` | `method, MRR@k, NFaiRR@k, ARaB-tf-abs@k` (DVC plot data) |
 | `<plots_dir>/tradeoff_nfairr.png`, `tradeoff_arab.png` | fairness vs MRR, one point per method |
+| `<out_dir>/variation.md`, `<plots_dir>/variation_bins.png` | nDCG@10 μ/σ/c_v per complexity bin |
 | `<plots_dir>/training.png` | training loss and learning rate of every trained method |
 """
 
@@ -28,18 +30,20 @@ import pyarrow.parquet as pq
 
 from pipeline import io, schemas
 from pipeline.report.plots import (
-    bucket_probability_figure,
     save_png,
     tradeoff_figure,
     training_figure,
 )
+from pipeline.report.ranx_export import ranx_report
 from pipeline.report.significance import ALPHA, PerQuery, compare
-from pipeline.report.tables import report_markdown, summary_frame
+from pipeline.report.tables import CHANGE_AT_K, CHANGE_OVERALL, report_markdown, summary_frame
+from pipeline.report.variation import write_variation
+from pipeline.stats import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
 
 log = logging.getLogger(__name__)
 
 TRADEOFF = ("MRR@{k}", "NFaiRR@{k}", "ARaB-tf-abs@{k}")
-SIGMAS = (0.5, 1.0, 2.0, 3.0)  # σ values of the curriculum figure (the paper's Figure 1)
+RANX_JSON = "comparison_ranx.json"
 
 
 def read_per_query(path: str | Path) -> pl.DataFrame:
@@ -90,30 +94,12 @@ def tradeoff_frame(cmp: pl.DataFrame, k: int) -> pl.DataFrame:
     return wide.select("method", *cols)
 
 
-def build_curriculum_figure(
-    triples_path: str | Path,
-    doc_scores_path: str | Path,
-    out_dir: str | Path,
-    *,
-    psi: str = "tf_abs",
-    n_buckets: int = 10,
-    direction: str = "low_to_high",
-    mu: float | None = None,
-    sigmas: Sequence[float] = SIGMAS,
-) -> list[Path]:
-    """The curriculum paper's Figure 1 for this data: bucket probabilities of the training
-    triples (Ψ of the positive) for several σ → `<out_dir>/bucket_probability.{csv,png}`."""
-    from pipeline.ordering import bucket_probabilities
-    from pipeline.ordering.common import with_positive_psi
-
-    triples = io.read_table(triples_path, schemas.TRIPLES)
-    doc_scores = io.read_table(doc_scores_path, schemas.DOC_SCORES)
-    values = with_positive_psi(triples, doc_scores, psi)["psi"].to_numpy()
-    frame = bucket_probabilities(values, sigmas, n_buckets, direction, mu)
-    out = Path(out_dir)
-    io.write_text(frame.write_csv(float_precision=6), out / "bucket_probability.csv")
-    save_png(bucket_probability_figure(frame), out / "bucket_probability.png")
-    return [out / "bucket_probability.csv", out / "bucket_probability.png"]
+def ranx_metrics(cmp: pl.DataFrame, cutoffs: Sequence[int]) -> list[str]:
+    """The metrics of the ranx export: the change table's at @10 (else the first cut-off) and
+    the gap magnitude, those present (every model pair × metric makes the file grow fast)."""
+    k = 10 if 10 in cutoffs else cutoffs[0]
+    present = set(cmp["metric"].to_list())
+    return [m for m in (*(c.format(k=k) for c in CHANGE_AT_K), *CHANGE_OVERALL) if m in present]
 
 
 def _tradeoff_plots(
@@ -164,6 +150,9 @@ def build_report(
     plots_dir: str | Path | None = None,
     train_dir: str | Path | None = None,
     alpha: float = ALPHA,
+    correction: str = "bonferroni",
+    bootstrap_samples: int = BOOTSTRAP_SAMPLES,
+    bootstrap_seed: int = BOOTSTRAP_SEED,
 ) -> list[Path]:
     """Write the summary tables (and, with `plots_dir`, the figures); return the paths written.
 
@@ -174,18 +163,36 @@ def build_report(
     out, written = Path(out_dir), []
     metrics = {m: io.read_json(Path(eval_dir) / m / "metrics.json") for m in method_names}
     per_query = {m: load_per_query(eval_dir, m) for m in method_names}
-    cmp = compare(per_query, baseline, reference=reference, alpha=alpha)
+    cmp = compare(
+        per_query,
+        baseline,
+        reference=reference,
+        alpha=alpha,
+        correction=correction,
+        bootstrap_samples=bootstrap_samples,
+        bootstrap_seed=bootstrap_seed,
+    )
     first = metrics[method_names[0]]
     full_info = {k: str(first[k]) for k in ("tokenizer", "lexicon") if k in first} | dict(
         info or {}
     )
-    md = report_markdown(cmp, cutoffs, baseline, reference=reference, info=full_info, alpha=alpha)
+    md = report_markdown(
+        cmp,
+        cutoffs,
+        baseline,
+        reference=reference,
+        info=full_info,
+        alpha=alpha,
+        correction=correction,
+    )
     io.write_text(md, out / "summary.md")
     io.write_text(summary_frame(metrics).write_csv(float_precision=6), out / "summary.csv")
     io.write_text(cmp.write_csv(float_precision=6), out / "comparison.csv")
-    written += [out / "summary.md", out / "summary.csv", out / "comparison.csv"]
+    io.write_json(ranx_report(per_query, ranx_metrics(cmp, cutoffs)), out / RANX_JSON)
+    written += [out / "summary.md", out / "summary.csv", out / "comparison.csv", out / RANX_JSON]
     if plots_dir is not None:
         written += _figures(cmp, cutoffs, Path(plots_dir), train_dir, baseline, reference)
+    written += write_variation(metrics, out, None if plots_dir is None else Path(plots_dir))
     log.info(
         "report: %d methods vs %r → %s", len(method_names), baseline, ", ".join(map(str, written))
     )

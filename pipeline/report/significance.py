@@ -8,33 +8,46 @@ For each method and metric:
 - the change is `100 · (method − baseline) / |baseline|` in percent (null when the baseline
   aggregate is 0): the sign says whether the metric went up or down, whatever the metric's
   direction;
-- the test is a paired two-sided t-test (`scipy.stats.ttest_rel`) over the per-query values of
-  the queries present and non-null in both, Bonferroni-adjusted across the compared methods
-  (`min(1, p · m)` with `m` the number of methods compared with the baseline, per metric), and
-  a difference is significant when the adjusted p is below `alpha` (0.05).
+- the test is a paired two-sided t-test (`pipeline.stats.paired_ttest`) over the per-query
+  values of the queries present and non-null in both, adjusted across the compared methods
+  per metric (`correction`: Bonferroni `min(1, p · m)` with `m` the number of methods compared
+  with the baseline, or Holm-Bonferroni), and a difference is significant when the adjusted p
+  is below `alpha` (0.05);
+- `diff`, `ci_low`, `ci_high`: the mean of the paired per-query differences (method −
+  baseline, metric units) and its paired bootstrap 95% percentile CI
+  (`pipeline.stats.bootstrap_ci`, `bootstrap_samples` resamples seeded by `bootstrap_seed`).
+  `diff` equals `mean − baseline` when both are averaged over the same queries (always, for
+  one seed and a metric defined on every query).
 
 Several seeds: a method's per-query metrics may be a mapping `seed → frame`. The aggregate is
 then the mean ± sample standard deviation (ddof 1) over seeds of the per-seed aggregates, and
-the test runs on each query's mean over seeds.
+the test and the CI run on each query's mean over seeds.
 
 **Decision**: `ranx.compare` is not used: it recomputes its own metrics from qrels and runs
 (no ARaB, NFaiRR, LIWC or gap) and has no multiple-comparison correction; the test is the same
-paired Student t-test. **Decision**: a pair whose per-query differences are all equal is not
-passed to scipy (its variance is 0): all zero gives p = 1, a constant non-zero shift p = 0.
-Fewer than 2 paired queries: no test (p null).
+paired Student t-test, and `pipeline.report.ranx_export` writes the result in ranx's `Report`
+shape. Degenerate pairs and missing tests: see `pipeline.stats`.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import stats
+
+from pipeline.stats import (
+    BOOTSTRAP_SAMPLES,
+    BOOTSTRAP_SEED,
+    TTest,
+    adjust,
+    bonferroni,
+    bootstrap_ci,
+    mean_std,
+)
+from pipeline.stats import paired_ttest as _ttest
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +64,9 @@ COMPARISON_SCHEMA = {
     "n_queries": pl.Int64,
     "baseline": pl.Float64,
     "change_pct": pl.Float64,
+    "diff": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
     "t": pl.Float64,
     "p": pl.Float64,
     "p_adjusted": pl.Float64,
@@ -58,14 +74,22 @@ COMPARISON_SCHEMA = {
     "significant": pl.Boolean,
 }
 
-
-@dataclass(frozen=True)
-class TTest:
-    """A paired t-test: statistic (null when degenerate), two-sided p, number of pairs."""
-
-    t: float | None
-    p: float | None
-    n: int
+__all__ = [
+    "ALPHA",
+    "COMPARISON_SCHEMA",
+    "PerQuery",
+    "TTest",
+    "as_seeds",
+    "bonferroni",
+    "change_pct",
+    "compare",
+    "mean_std",
+    "metric_columns",
+    "paired_ttest",
+    "paired_values",
+    "query_means",
+    "seed_aggregates",
+]
 
 
 def as_seeds(frames: PerQuery) -> dict[int, pl.DataFrame]:
@@ -104,40 +128,23 @@ def seed_aggregates(frames: PerQuery, metric: str) -> list[float]:
     return out
 
 
-def mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
-    """Mean and sample standard deviation (ddof 1; null for fewer than two values)."""
-    if not values:
-        return None, None
-    mean = float(np.mean(values))
-    std = float(np.std(values, ddof=1)) if len(values) > 1 else None
-    return mean, std
-
-
-def paired_ttest(base: pl.DataFrame, other: pl.DataFrame, metric: str) -> TTest:
-    """Paired two-sided t-test of `other − base` over the queries non-null in both."""
+def paired_values(
+    base: pl.DataFrame, other: pl.DataFrame, metric: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """`(base, other)` values of `metric` on the queries non-null and finite in both, aligned."""
     pairs = (
         base.select("query_id", pl.col(metric).alias("_a"))
         .join(other.select("query_id", pl.col(metric).alias("_b")), on="query_id", how="inner")
         .drop_nulls()
         .filter(pl.col("_a").is_finite() & pl.col("_b").is_finite())
+        .sort("query_id")
     )
-    n = pairs.height
-    if n < 2:
-        return TTest(None, None, n)
-    a, b = pairs["_a"].to_numpy(), pairs["_b"].to_numpy()
-    diff = b - a
-    scale = max(1.0, float(np.abs(diff).max()))
-    if float(np.ptp(diff)) <= 1e-12 * scale:
-        return TTest(None, 1.0 if abs(float(diff[0])) <= 1e-12 * scale else 0.0, n)
-    res = stats.ttest_rel(b, a)
-    return TTest(float(res.statistic), float(res.pvalue), n)
+    return pairs["_a"].to_numpy(), pairs["_b"].to_numpy()
 
 
-def bonferroni(p: float | None, n_compared: int) -> float | None:
-    """Bonferroni-adjusted p: `min(1, p · n_compared)`."""
-    if p is None or math.isnan(p):
-        return None
-    return min(1.0, p * max(1, n_compared))
+def paired_ttest(base: pl.DataFrame, other: pl.DataFrame, metric: str) -> TTest:
+    """Paired two-sided t-test of `other − base` over the queries non-null in both."""
+    return _ttest(*paired_values(base, other, metric))
 
 
 def change_pct(value: float | None, base: float | None) -> float | None:
@@ -154,29 +161,43 @@ def compare(
     *,
     reference: Collection[str] = (),
     alpha: float = ALPHA,
+    correction: str = "bonferroni",
+    bootstrap_samples: int = BOOTSTRAP_SAMPLES,
+    bootstrap_seed: int = BOOTSTRAP_SEED,
 ) -> pl.DataFrame:
     """One row per (method, metric), methods in the given order (schema `COMPARISON_SCHEMA`).
 
     Methods in `reference` (e.g. the first-stage `bm25`) and the baseline itself get their
     aggregates but no change and no test; every other method is compared with `baseline`, and
-    the number of those methods is the Bonferroni factor.
+    those methods form the family that `correction` adjusts over, per metric.
     """
     if baseline not in per_query:
         raise ValueError(f"baseline {baseline!r} has no per-query metrics; got {list(per_query)}")
     if metrics is None:
         metrics = metric_columns(next(iter(as_seeds(per_query[baseline]).values())))
     compared = [m for m in per_query if m != baseline and m not in reference]
+    boot = {"n_resamples": bootstrap_samples, "seed": bootstrap_seed}
     rows = []
     for metric in metrics:
         base_mean, _ = mean_std(seed_aggregates(per_query[baseline], metric))
         base_q = query_means(per_query[baseline], metric)
+        tested = {}
+        for method in compared:
+            a, b = paired_values(base_q, query_means(per_query[method], metric), metric)
+            tested[method] = (_ttest(a, b), bootstrap_ci(b - a, **boot), a, b)
+        adjusted = dict(
+            zip(compared, adjust([tested[m][0].p for m in compared], correction), strict=True)
+        )
         for method, frames in per_query.items():
             row = _row(method, metric, frames, base_mean)
-            if method in compared:
-                test = paired_ttest(base_q, query_means(frames, metric), metric)
-                p_adj = bonferroni(test.p, len(compared))
+            if method in tested:
+                test, ci, a, b = tested[method]
+                p_adj = adjusted[method]
                 row |= {
                     "change_pct": change_pct(row["mean"], base_mean),
+                    "diff": float(np.mean(b - a)) if a.size else None,
+                    "ci_low": None if ci is None else ci[0],
+                    "ci_high": None if ci is None else ci[1],
                     "t": test.t,
                     "p": test.p,
                     "p_adjusted": p_adj,
@@ -184,7 +205,14 @@ def compare(
                     "significant": p_adj is not None and p_adj < alpha,
                 }
             rows.append(row)
-    log.info("compared %d methods with %r on %d metrics", len(compared), baseline, len(metrics))
+    log.info(
+        "compared %d methods with %r on %d metrics (%s, bootstrap %d)",
+        len(compared),
+        baseline,
+        len(metrics),
+        correction,
+        bootstrap_samples,
+    )
     return _ordered(pl.DataFrame(rows, schema=COMPARISON_SCHEMA), list(per_query))
 
 
@@ -192,7 +220,7 @@ def _row(method: str, metric: str, frames: PerQuery, base_mean: float | None) ->
     seeds = as_seeds(frames)
     mean, std = mean_std(seed_aggregates(frames, metric))
     n_queries = int(query_means(seeds, metric)[metric].drop_nulls().len())
-    return {
+    return dict.fromkeys(COMPARISON_SCHEMA) | {
         "method": method,
         "metric": metric,
         "mean": mean,
@@ -200,12 +228,6 @@ def _row(method: str, metric: str, frames: PerQuery, base_mean: float | None) ->
         "n_seeds": len(seeds),
         "n_queries": n_queries,
         "baseline": base_mean,
-        "change_pct": None,
-        "t": None,
-        "p": None,
-        "p_adjusted": None,
-        "n_pairs": None,
-        "significant": None,
     }
 
 

@@ -3,7 +3,7 @@
 ```bash
 dvc exp run -S 'methods.penalty_irrelevant.lambda=0.1,0.5,1,2,5' --queue && dvc queue start
 dvc exp show --json > exps.json
-python -m pipeline.report.sweeps exps.json --out-dir plots/sweeps
+python -m stages.sweeps exps.json --out-dir plots/sweeps     # the CLI (not a DVC stage)
 ```
 
 `dvc exp show --json` prints a list of commits (`rev`, `name`, `data`, `error`,
@@ -21,10 +21,7 @@ shared: every method gets a point. Experiments with the same parameter value are
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +35,11 @@ from pipeline.report.plots import save_png, sweep_figure
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PARAMS = ("methods.*.lambda", "curriculum.sigma", "curriculum.n_buckets")
+DEFAULT_PARAMS = (
+    "methods.*.lambda",
+    "orderings.curriculum.sigma",
+    "orderings.curriculum.n_buckets",
+)
 DEFAULT_METRICS = ("MRR@10", "NFaiRR@10")
 SKIP_STATES = frozenset({"queued", "running", "failed"})
 
@@ -214,13 +215,13 @@ def flat_frame(
 
 
 def slug(param: str) -> str:
-    """File stem of a parameter: `methods.*.lambda` → `lambda`, `curriculum.sigma` → `sigma`."""
-    return (
-        param.removeprefix("methods.*.")
-        .removeprefix("curriculum.")
-        .replace(".", "_")
-        .replace("*", "all")
-    )
+    """File stem of a parameter: `methods.*.lambda` → `lambda`, `orderings.curriculum.sigma`
+    → `sigma` (an ordering's own parameter), `train.lr` → `train_lr`."""
+    if param.startswith("methods.*."):
+        param = param.removeprefix("methods.*.")
+    elif param.startswith("orderings.") and param.count(".") >= 2:
+        param = param.split(".", 2)[2]
+    return param.replace(".", "_").replace("*", "all")
 
 
 def write_sweeps(
@@ -248,54 +249,12 @@ def write_sweeps(
     return written
 
 
-def _where(items: Sequence[str]) -> dict[str, Any]:
+def parse_where(items: Sequence[str]) -> dict[str, Any]:
+    """``["orderings.curriculum.n_buckets=10", …]`` → ``{key: YAML value}`` (``--where``)."""
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep:
-            raise ValueError(f"--where {item!r}: expected key=value, e.g. curriculum.n_buckets=10")
+            raise ValueError(f"--where {item!r}: expected key=value, e.g. {DEFAULT_PARAMS[2]}=10")
         out[key] = yaml.safe_load(value)
     return out
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m pipeline.report.sweeps",
-        description=(__doc__ or "").split("\n")[0],
-        epilog="e.g. dvc exp show --json > exps.json && python -m pipeline.report.sweeps exps.json",
-    )
-    parser.add_argument("json", help="output of `dvc exp show --json` (a file, or - for stdin)")
-    for flag, default, what in (
-        ("--param", list(DEFAULT_PARAMS), "swept parameter; methods.*.<key> is per method"),
-        ("--metric", list(DEFAULT_METRICS), "metric key of metrics/<method>.json"),
-        ("--method", "all", "only these methods"),
-        ("--where", "none", "keep experiments whose param equals a value: key=value"),
-    ):
-        parser.add_argument(flag, action="append", help=f"{what} (repeatable; default {default})")
-    parser.add_argument("--out-dir", default="plots/sweeps", help="output folder (plots/sweeps)")
-    parser.add_argument("--workspace", action="store_true", help="include the workspace row")
-    parser.add_argument("--logx", action="store_true", help="log-scale x axis (for λ grids)")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """CLI: read the JSON, write `<out-dir>/<param>.{csv,png}`; 1 on unreadable input."""
-    ns = _parser().parse_args(argv)
-    logging.basicConfig(level="INFO", format="%(levelname)s %(name)s: %(message)s")
-    try:
-        text = sys.stdin.read() if ns.json == "-" else Path(ns.json).read_text(encoding="utf-8")
-        exps = experiments(json.loads(text), workspace=ns.workspace)
-        params, metrics = ns.param or DEFAULT_PARAMS, ns.metric or DEFAULT_METRICS
-        where = _where(ns.where or [])
-        written = write_sweeps(
-            exps, ns.out_dir, params, metrics, methods=ns.method, where=where, logx=ns.logx
-        )
-    except (OSError, ValueError) as e:
-        log.error("%s", e)
-        return 1
-    log.info("%d experiments, %d files written under %s", len(exps), len(written), ns.out_dir)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -70,7 +70,7 @@ def summary_markdown(
     parts += [
         "Arrows: ↑ higher is better, ↓ lower is better, →0 closer to zero is fairer "
         "(ARaB signed: positive = male-leaning). Row `bm25` is the first-stage ranking that "
-        "every method reranks.",
+        "every method reranks; row `zero-shot` is the untrained checkpoint reranking it.",
         "",
     ]
     for k in cutoffs:
@@ -99,6 +99,20 @@ CHANGE_AT_K = (
 )  # fmt: skip
 CHANGE_OVERALL = ("gap-abs",)
 MARK = "†"
+# Signed columns (direction →0 / →0.5): a significant difference from the baseline may be a
+# sign flip (e.g. −0.16 → +0.11), not a fairer ranking, so they carry no † (issue 14 item 7);
+# their magnitudes (`-abs`, gap-abs) carry it.
+SIGNED = frozenset({"ARaB-tc", "ARaB-tf", "ARaB-bool", "gap-mean", "gap-male-wins"})
+CORRECTION_NAMES = {"bonferroni": "Bonferroni", "holm": "Holm-Bonferroni"}
+
+
+def marks_significance(metric: str) -> bool:
+    """Whether a table marks `metric` with † (not the signed ARaB / gap columns)."""
+    return metric.split("@")[0] not in SIGNED
+
+
+def _mark(row: Mapping[str, object]) -> str:
+    return MARK if row["significant"] and marks_significance(str(row["metric"])) else ""
 
 
 def _abs_cell(row: Mapping[str, object] | None, digits: int) -> str:
@@ -107,13 +121,26 @@ def _abs_cell(row: Mapping[str, object] | None, digits: int) -> str:
     text = f"{row['mean']:.{digits}f}"
     if row["std"] is not None:
         text += f" ± {row['std']:.{digits}f}"
-    return text + (MARK if row["significant"] else "")
+    return text + _mark(row)
+
+
+def ci_pct(row: Mapping[str, object]) -> tuple[float, float] | None:
+    """The CI of the difference in % of |baseline| (the unit of `change_pct`), or null."""
+    lo, hi, base = row.get("ci_low"), row.get("ci_high"), row.get("baseline")
+    if lo is None or hi is None or base is None or base == 0:
+        return None
+    scale = 100.0 / abs(float(base))  # type: ignore[arg-type]
+    return float(lo) * scale, float(hi) * scale  # type: ignore[arg-type]
 
 
 def _change_cell(row: Mapping[str, object] | None, digits: int) -> str:
     if row is None or row["change_pct"] is None:
         return ""
-    return f"{row['change_pct']:+.{digits}f}%" + (MARK if row["significant"] else "")
+    text = f"{row['change_pct']:+.{digits}f}%" + _mark(row)
+    ci = ci_pct(row)
+    if ci is not None:
+        text += f" [{ci[0]:+.{max(digits - 1, 0)}f}, {ci[1]:+.{max(digits - 1, 0)}f}]"
+    return text
 
 
 def comparison_table(
@@ -125,7 +152,8 @@ def comparison_table(
     skip: Sequence[str] = (),
 ) -> str:
     """A Markdown table from a comparison frame: absolute `mean[ ± std]` cells (default) or
-    `+x.x%` changes (`change=True`); `†` marks a significant difference from the baseline."""
+    `+x.xx% [lo, hi]` changes with the bootstrap CI in % of |baseline| (`change=True`); `†`
+    marks a significant difference from the baseline (not on the signed columns `SIGNED`)."""
     digits = (2 if change else 4) if digits is None else digits
     cell = _change_cell if change else _abs_cell
     rows = {(r["method"], r["metric"]): r for r in cmp.iter_rows(named=True)}
@@ -150,6 +178,7 @@ def report_markdown(
     reference: Sequence[str] = (),
     info: Mapping[str, str] | None = None,
     alpha: float = 0.05,
+    correction: str = "bonferroni",
 ) -> str:
     """The paste-ready summary: per cut-off an absolute table (a) and a change table (b)."""
     compared = [
@@ -159,11 +188,12 @@ def report_markdown(
     parts = ["# Summary", ""]
     if info:
         parts += [", ".join(f"{k}: `{v}`" for k, v in info.items()), ""]
-    parts += [_legend(baseline, reference, len(compared), alpha, seeds), ""]
+    parts += [_legend(baseline, reference, len(compared), alpha, seeds, correction), ""]
     skip = [baseline, *reference]
+    change_title = f"### Change vs `{baseline}` (%) [95% bootstrap CI, % of |{baseline}|]"
     for k in cutoffs:
         parts += [f"## Cut-off {k}", "", comparison_table(cmp, [c.format(k=k) for c in ABS_AT_K])]
-        parts += ["", f"### Change vs `{baseline}` (%)", ""]
+        parts += ["", change_title, ""]
         parts += [
             comparison_table(cmp, [c.format(k=k) for c in CHANGE_AT_K], change=True, skip=skip)
         ]
@@ -174,7 +204,7 @@ def report_markdown(
             "",
             comparison_table(cmp, OVERALL, digits=3),
             "",
-            f"### Change vs `{baseline}` (%)",
+            change_title,
             "",
             comparison_table(cmp, CHANGE_OVERALL, change=True, skip=skip),
             "",
@@ -182,15 +212,28 @@ def report_markdown(
     return "\n".join(parts)
 
 
-def _legend(baseline: str, reference: Sequence[str], n: int, alpha: float, seeds: int) -> str:
+def _legend(
+    baseline: str,
+    reference: Sequence[str],
+    n: int,
+    alpha: float,
+    seeds: int,
+    correction: str = "bonferroni",
+) -> str:
     refs = ", ".join(f"`{r}`" for r in reference)
     ref = f" Row {refs}: the first-stage ranking, not compared." if reference else ""
     spread = " A method with several seeds shows mean ± std over its seeds." if seeds > 1 else ""
     per_query = " (each query's mean over seeds)" if seeds > 1 else ""
+    name = CORRECTION_NAMES.get(correction, correction)
     return (
         "Arrows: ↑ higher is better, ↓ lower is better, →0 closer to zero is fairer "
         f"(ARaB signed: positive = male-leaning; `-abs`: magnitude).{ref}{spread} "
         f"{MARK}: differs from `{baseline}` with p < {alpha:g}, paired two-sided t-test over "
-        f"per-query values{per_query} of the queries evaluated for both, Bonferroni-adjusted "
-        f"for {n} compared method(s). Change = 100 · (method − baseline) / |baseline|."
+        f"per-query values{per_query} of the queries evaluated for both, {name}-adjusted "
+        f"for {n} compared method(s). {MARK} means *different*, not *fairer*: it is shown on "
+        "effectiveness and magnitude columns only (`-abs`, NFaiRR, LIWC, AWRF, gap-abs), not "
+        "on the signed ARaB and gap columns, where a significant difference can be a sign "
+        "flip; read their `-abs` columns. Change = 100 · (method − baseline) / |baseline|; "
+        "[lo, hi] = paired bootstrap 95% percentile CI of the mean per-query difference "
+        "(method − baseline), in % of |baseline|, not adjusted for multiple comparisons."
     )

@@ -36,8 +36,8 @@ from torch import nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 
+from pipeline.schemas import TRIPLE_COLUMNS
 from pipeline.train.distributed import Rank, gather, used_texts
-from pipeline.train.examples import TRIPLE_COLUMNS
 
 logger = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from pipeline.train.model import resolve_device
+from pipeline.models.encoders import resolve_device
 
 logger = logging.getLogger(__name__)
 

@@ -25,12 +25,13 @@ import polars as pl
 import torch
 from torch import Tensor, nn
 from torch.optim import Optimizer
-from transformers import PreTrainedTokenizerBase, get_linear_schedule_with_warmup
+from transformers import get_linear_schedule_with_warmup
 
+from pipeline.models.base import Ranker
+from pipeline.models.encoders import resolve_device
 from pipeline.progress import progress
 from pipeline.train import distributed
 from pipeline.train.adversary import AdversaryHead, adversarial_loss
-from pipeline.train.batching import PairEncoder, collate
 from pipeline.train.checkpoint import (
     Checkpointer,
     TrainState,
@@ -38,25 +39,12 @@ from pipeline.train.checkpoint import (
     run_fingerprint,
 )
 from pipeline.train.distributed import Rank
-from pipeline.train.examples import (
-    TRIPLE_COLUMNS,
-    TrainExamples,
-    doc_bias,
-    prepare_examples,
-)
+from pipeline.train.groups import Groups, doc_bias, pair_batch, prepare_groups
 from pipeline.train.losses import LossFn, get_loss
-from pipeline.train.model import CrossEncoder, resolve_device
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "TRIPLE_COLUMNS",
-    "TrainConfig",
-    "TrainExamples",
-    "doc_bias",
-    "prepare_examples",
-    "train_model",
-]
+__all__ = ["Groups", "TrainConfig", "doc_bias", "prepare_groups", "train_model"]
 
 
 @dataclass(frozen=True)
@@ -71,13 +59,12 @@ class TrainConfig:
     into batches within each run of W consecutive batches (see :func:`batch_plan`).
     """
 
-    batch_size: int = 16
+    batch_size: int = 16  # groups per step (= triples per step with group_size 2)
     lr: float = 3e-5
     warmup_steps: int | None = None
     warmup_ratio: float = 0.1
     epochs: int = 1
-    max_len: int = 128
-    q_len: int = 32
+    group_size: int = 2
     seed: int = 0
     max_steps: int | None = None
     log_every: int = 10
@@ -89,6 +76,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         checks = {
             "batch_size >= 1": self.batch_size >= 1,
+            "group_size >= 2": self.group_size >= 2,
             "lr > 0": self.lr > 0,
             "epochs >= 1": self.epochs >= 1,
             "log_every >= 1": self.log_every >= 1,
@@ -104,9 +92,9 @@ class TrainConfig:
         if failed:
             raise ValueError(f"invalid train config {self}: need {', '.join(failed)}")
 
-    def total_steps(self, n_triples: int) -> int:
-        """Optimiser steps for ``n_triples`` triples."""
-        steps = self.epochs * math.ceil(n_triples / self.batch_size)
+    def total_steps(self, n_groups: int) -> int:
+        """Optimiser steps for ``n_groups`` training groups."""
+        steps = self.epochs * math.ceil(n_groups / self.batch_size)
         return min(steps, self.max_steps) if self.max_steps is not None else steps
 
     def warmup(self, total: int) -> int:
@@ -146,97 +134,78 @@ def _batches(lengths: Sequence[int], cfg: TrainConfig) -> Iterator[list[int]]:
 
 
 def train_model(
-    model: CrossEncoder,
-    tokenizer: PreTrainedTokenizerBase,
-    triples: pl.DataFrame,
-    queries: Mapping[str, str],
-    docs: Mapping[str, str],
-    doc_scores: pl.DataFrame,
+    model: Ranker,
+    groups: Groups,
     loss_name: str,
     loss_params: Mapping[str, float],
-    psi_column: str,
     cfg: TrainConfig,
     *,
     checkpoint_dir: str | Path | None = None,
     checkpoint_every: int | None = None,
-    extra_bias: Mapping[str, Tensor] | None = None,
 ) -> pl.DataFrame:
-    """Train ``model`` in place on ``triples`` (in their given order); returns the training curve.
+    """Train ``model`` in place on ``groups`` (in their given order); returns the training curve.
 
-    Curve rows (``step``, ``loss`` = mean loss since the previous row, ``lr`` of that step) are
-    logged every ``cfg.log_every`` steps and at the last step. Unknown query/doc ids in the
-    triples and a non-finite loss raise errors naming the culprit.
-
+    ``model`` must be bound to the texts (:meth:`Ranker.bind`). Curve rows (``step``, ``loss``
+    = mean loss since the previous row, ``lr`` of that step) are logged every
+    ``cfg.log_every`` steps and at the last step; a non-finite loss raises an error.
     ``checkpoint_dir``: resume from the checkpoint there when it belongs to this run, and save
     one every ``checkpoint_every`` steps. ``cfg.devices > 1`` spawns that many DDP ranks
-    (unless already under ``torchrun``); ``model`` then gets rank 0's trained weights.
-
-    ``extra_bias``: more per-triple ``[n_triples]`` tensors for the loss's batch (EqualizeIR's
-    ``weak_pos``/``weak_neg``). A model carrying an ``adversary`` head (AdvBERT,
-    :func:`attach_adversary`) adds the adversary's loss through gradient reversal.
+    (unless already under ``torchrun``); ``model`` then gets rank 0's trained weights. A model
+    carrying an ``adversary`` head (AdvBERT, :func:`attach_adversary`) adds the adversary's
+    loss through gradient reversal.
     """
     loss_fn = get_loss(loss_name)
-    if triples.height == 0:
+    if len(groups) == 0:
         raise ValueError("no training triples")
     check_checkpoint_args(checkpoint_dir, checkpoint_every)
     rank = distributed.init_from_env(cfg.device)
-    adversary = getattr(model, "adversary", None)
-    if cfg.devices > 1 and (adversary is not None or extra_bias):
-        raise ValueError(
-            "train.devices > 1 is not supported with an adversary head or weak-learner scores "
-            "yet; set train.devices: 1 for AdvBERT / EqualizeIR methods"
-        )
     if rank.world == 1 and cfg.devices > 1:
-        used_q, used_d = distributed.used_texts(triples, queries, docs)
-        args = (tokenizer, triples, used_q, used_d, doc_scores, loss_name, loss_params, psi_column)
+        if getattr(model, "adversary", None) is not None:
+            raise ValueError("train.devices > 1 is not supported with an AdvBERT adversary yet")
+        args = (groups, loss_name, loss_params, cfg)
         kwargs = {"checkpoint_dir": checkpoint_dir, "checkpoint_every": checkpoint_every}
-        rows = distributed.launch(_rank_entry, model.cpu(), (*args, cfg), kwargs, cfg.device)
+        rows = distributed.launch(_rank_entry, model.cpu(), args, kwargs, cfg.device)
         model.to(resolve_device(cfg.device)).eval()
         return _curve(rows)
     distributed.check_world(cfg.devices, cfg.batch_size, rank)
-    encoder = PairEncoder(tokenizer, cfg.max_len, cfg.q_len)
-    ex = prepare_examples(encoder, triples, queries, docs, doc_bias(doc_scores, psi_column))
-    for key, tensor in (extra_bias or {}).items():
-        if tensor.shape != (triples.height,):
-            raise ValueError(f"extra_bias[{key!r}] must have shape [{triples.height}]")
-        ex.bias[key] = tensor
     device = distributed.rank_device(cfg.device, rank)
-    run = _Run(model, ex, loss_fn, loss_params, device, encoder.pad_id, rank)
-    inputs = (triples, queries, docs)
-    names = (loss_name, psi_column)
-    saver = _checkpointer(checkpoint_dir, checkpoint_every, run, cfg, inputs, names)
+    run = _Run(model, groups, loss_fn, loss_params, device, rank)
+    saver = _checkpointer(checkpoint_dir, checkpoint_every, run, cfg, loss_name)
     torch.manual_seed(cfg.seed + rank.rank)
     model.to(device).train()
+    model.warm([q for q, ds in zip(groups.qids, groups.docs, strict=True) for _ in ds],
+               [d for ds in groups.docs for d in ds])  # fmt: skip
     start = time.perf_counter()
     state = run.steps(cfg, f"train {loss_name}", saver)
     model.eval()
     seconds = max(time.perf_counter() - start, 1e-9)
     if rank.is_main:
-        msg = "trained %s: %d steps, %d pairs in %.1f s (%.1f pairs/s) on %s x %d"
+        msg = "trained %s: %d steps, %d groups in %.1f s (%.1f groups/s) on %s x %d"
         rate = state.pairs / seconds
         logger.info(msg, loss_name, state.step, state.pairs, seconds, rate, device, rank.world)
     return _curve(state.rows)
 
 
+def _pairs_frame(groups: Groups) -> pl.DataFrame:
+    rows = [(q, ds[0], n) for q, ds in zip(groups.qids, groups.docs, strict=True) for n in ds[1:]]
+    return pl.DataFrame(rows, schema=["query_id", "pos_doc_id", "neg_doc_id"], orient="row")
+
+
 def _checkpointer(
-    directory: str | Path | None,
-    every: int | None,
-    run: _Run,
-    cfg: TrainConfig,
-    inputs: tuple[pl.DataFrame, Mapping[str, str], Mapping[str, str]],
-    names: tuple[str, str],
+    directory: str | Path | None, every: int | None, run: _Run, cfg: TrainConfig, loss: str
 ) -> Checkpointer | None:
     """The run's checkpointing, keyed by everything that determines its result."""
     if directory is None:
         return None
     config = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("device", "devices")}
-    settings: dict[str, object] = {"config": config, "params": dict(run.params)}
-    settings |= {"loss": names[0], "psi": names[1], "world": run.rank.world}
-    key = run_fingerprint(settings, inputs, run.ex.bias.values(), run.model)
+    settings: dict[str, object] = {"config": config, "params": dict(run.params), "loss": loss}
+    settings |= {"world": run.rank.world, "model": dataclasses.asdict(run.model.cfg)}
+    inputs = (_pairs_frame(run.groups), run.model.queries, run.model.docs)
+    key = run_fingerprint(settings, inputs, run.groups.bias.values(), run.model)
     return Checkpointer(Path(directory), every, key, run.rank, run.device)
 
 
-def _rank_entry(model: CrossEncoder, *args: object, **kwargs: object) -> list[dict[str, float]]:
+def _rank_entry(model: Ranker, *args: object, **kwargs: object) -> list[dict[str, float]]:
     """What each spawned rank runs: ``train_model`` inside the process group; curve rows."""
     curve: pl.DataFrame = train_model(model, *args, **kwargs)  # type: ignore[arg-type]
     return curve.to_dicts()
@@ -248,23 +217,22 @@ def _curve(rows: list[dict[str, float]]) -> pl.DataFrame:
 
 @dataclass
 class _Run:
-    model: CrossEncoder
-    ex: TrainExamples
+    model: Ranker
+    groups: Groups
     loss_fn: LossFn
     params: Mapping[str, float]
     device: torch.device
-    pad_id: int
     rank: Rank
 
     def steps(self, cfg: TrainConfig, desc: str, saver: Checkpointer | None) -> TrainState:
         """Run the optimiser steps not done yet; the final state (curve rows, pairs seen)."""
-        total = cfg.total_steps(len(self.ex.pos))
+        total = cfg.total_steps(len(self.groups))
         optimizer, scheduler = _optimizer(self.model, cfg, self.device, total)
         state = saver.resume(self.model, optimizer, scheduler) if saver else TrainState()
         net = distributed.wrap(self.model, self.device, self.rank)
         bar = progress(total=total, initial=state.step, desc=desc, unit="step",
                        disable=not self.rank.is_main)  # fmt: skip
-        lengths = [max(len(p[0]), len(q[0])) for p, q in zip(self.ex.pos, self.ex.neg, strict=True)]
+        lengths = [sum(len(self.model.doc_text(d)) for d in ds) for ds in self.groups.docs]
         todo = itertools.islice(_batches(lengths, cfg), state.step, None)
         for step, idx in enumerate(todo, start=state.step + 1):
             value, lr = self.step(net, optimizer, idx, step, cfg)
@@ -291,7 +259,7 @@ class _Run:
         value = distributed.global_mean(float(loss.detach()), weight, self.device, self.rank)
         if not math.isfinite(value):
             raise FloatingPointError(
-                f"non-finite loss {value} at step {step} (triples {idx[0]}..{idx[-1]}); lower "
+                f"non-finite loss {value} at step {step} (groups {idx[0]}..{idx[-1]}); lower "
                 "train.lr or check the inputs' Ψ/ζ values"
             )
         lr = float(optimizer.param_groups[0]["lr"])
@@ -301,57 +269,53 @@ class _Run:
         return value, lr
 
     def loss(self, net: nn.Module, idx: list[int]) -> Tensor:
-        """Loss of the triples ``idx``: positives and negatives scored in one forward pass."""
-        ex, device = self.ex, self.device
-        inputs = collate([ex.pos[i] for i in idx] + [ex.neg[i] for i in idx], self.pad_id)
-        pin = device.type == "cuda"
-        on_dev = {
-            k: (v.pin_memory() if pin else v).to(device, non_blocking=pin)
-            for k, v in inputs.items()
-        }
-        index = torch.tensor(idx, dtype=torch.long)
-        batch = {k: v[index].to(device) for k, v in ex.bias.items()}
-        adversary = getattr(self.model, "adversary", None)
-        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=pin):
-            if adversary is None:
-                scores = net(**on_dev)
-            else:
-                scores, cls = self.model.forward_with_cls(**on_dev)
-        s_pos, s_neg = scores.float().split(len(idx))
+        """Loss of the groups ``idx``: every text of the batch encoded once, in one pass."""
+        g = self.groups
+        qids = [g.qids[i] for i in idx for _ in g.docs[i]]
+        dids = [d for i in idx for d in g.docs[i]]
+        cuda = self.device.type == "cuda"
+        with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=cuda):
+            scores, reprs = net(qids, dids)
+        mask = g.mask[idx].to(self.device)
+        table = torch.zeros(mask.shape, device=self.device, dtype=torch.float32)
+        table = table.masked_scatter(mask, scores.float())
+        s_pos, s_neg, batch = pair_batch(g, idx, table)
         loss = self.loss_fn(s_pos, s_neg, batch, self.params)
+        adversary = getattr(self.model, "adversary", None)
         if adversary is not None:
-            c_pos, c_neg = cls.float().split(len(idx))
-            zeta = (batch["zeta_pos"], batch["zeta_neg"])
+            zeta = g.bias["zeta"][idx].to(self.device)[mask]
+            none = reprs.new_zeros((0, reprs.shape[-1]))
             weight = float(adversary.adv_weight)
-            loss = loss + adversarial_loss(c_pos, c_neg, *zeta, adversary, weight)
+            loss = loss + adversarial_loss(reprs.float(), none, zeta, zeta[:0], adversary, weight)
         return loss
 
 
-def attach_adversary(model: CrossEncoder, weight: float, seed: int) -> None:
+def attach_adversary(model: Ranker, weight: float, seed: int) -> None:
     """Give `model` an AdvBERT adversary head (SPEC §6.5) trained with it; being a submodule,
     it is in the optimiser, the gradient clipping and the checkpoints. Remove it with
     ``del model.adversary`` before saving the ranker."""
-    head = AdversaryHead(model.hidden_size, seed=seed)
+    head = AdversaryHead(model.repr_dim, seed=seed)
     head.adv_weight = weight
     model.add_module("adversary", head)
 
 
 def _optimizer(
-    model: CrossEncoder, cfg: TrainConfig, device: torch.device, total: int
+    model: Ranker, cfg: TrainConfig, device: torch.device, total: int
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW (no weight decay) with linear warm-up then linear decay to 0 at ``total``."""
     # fused AdamW: one kernel per step, several times faster than the per-tensor loop on CPU
     fused = True if device.type in ("cpu", "cuda") else None
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0, fused=fused)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0, fused=fused)
     scheduler = get_linear_schedule_with_warmup(optimizer, cfg.warmup(total), total)
     return optimizer, scheduler
 
 
 def _update(
-    model: CrossEncoder, optimizer: torch.optim.Optimizer, loss: Tensor, clip: float | None
+    model: Ranker, optimizer: torch.optim.Optimizer, loss: Tensor, clip: float | None
 ) -> None:
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if clip is not None and clip > 0:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], clip)
     optimizer.step()

@@ -2,9 +2,8 @@
 
 Paper: EqualizeIR (weak learner + product of experts, equal ranking quality across query
 complexity). Four strategies make f_B weak/biased; each returns a :class:`WeakSetup` (what
-to train f_B on and how) for the ordinary training loop. After training, :func:`score_triples`
-precomputes f_B's scores of every training triple for the ``poe`` loss, and
-:func:`weak_tensors` turns them into the batch tensors ``weak_pos``/``weak_neg``.
+to train f_B on and how) for the ordinary training loop. After training,
+:func:`weak_pair_scores` precomputes f_B's score of every training pair for the ``poe`` loss.
 
 Inputs: the (ordered) training triples, the query texts, the full run's optimiser steps.
 """
@@ -19,20 +18,17 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 import torch
-from torch import Tensor
-from transformers import PreTrainedTokenizerBase
 
 from pipeline.bias.complexity import STOP_WORDS
-from pipeline.rerank import score_ids
-from pipeline.train.model import CrossEncoder
+from pipeline.models.base import Ranker
+from pipeline.schemas import TRIPLE_COLUMNS
 
 logger = logging.getLogger(__name__)
 
 FRACTION = 0.2
 """Share of triples (``less_data``) or of optimiser steps (``fewer_steps``)."""
-N_LAYERS = 2
-"""Encoder layers of ``weaker_model``."""
-TRIPLE_COLUMNS = ("query_id", "pos_doc_id", "neg_doc_id")
+N_LAYERS = 1
+"""Encoder layers of ``weaker_model`` when not configured (``methods.<m>.weak_layers``)."""
 
 
 @dataclass(frozen=True)
@@ -146,67 +142,29 @@ STRATEGIES: dict[str, Strategy] = {
 
 
 def weak_setup(
-    strategy: str, triples: pl.DataFrame, queries: Mapping[str, str], total_steps: int, seed: int
+    strategy: str,
+    triples: pl.DataFrame,
+    queries: Mapping[str, str],
+    total_steps: int,
+    seed: int,
+    n_layers: int | None = None,
 ) -> WeakSetup:
     """The :class:`WeakSetup` of a named strategy; an unknown name lists the known ones."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown weak learner strategy {strategy!r}; known: {sorted(STRATEGIES)}")
-    return STRATEGIES[strategy](WeakInputs(triples, queries, total_steps, seed))
+    layers = N_LAYERS if n_layers is None else n_layers
+    return STRATEGIES[strategy](WeakInputs(triples, queries, total_steps, seed, n_layers=layers))
 
 
-def score_triples(
-    model: CrossEncoder,
-    tokenizer: PreTrainedTokenizerBase,
-    triples: pl.DataFrame,
-    queries: Mapping[str, str],
-    docs: Mapping[str, str],
-    max_len: int = 128,
-    q_len: int = 32,
-    batch_size: int = 64,
-    device: str | torch.device = "auto",
-) -> pl.DataFrame:
-    """f_B's scores of each triple's documents: the triple columns plus ``weak_pos``, ``weak_neg``.
-
-    Rows align with ``triples``. Every unique (query, document) pair is scored once, with
-    the original query texts (f_B is applied to the data f_R trains on); ``model`` is left
-    on ``device``.
-    """
+def weak_pair_scores(
+    model: Ranker, triples: pl.DataFrame, batch_size: int = 64
+) -> dict[tuple[str, str], float]:
+    """f_B's score of every distinct (query, document) pair of ``triples`` (with the original
+    query texts: f_B is applied to the data f_R trains on), for the ``poe`` loss's groups."""
     qids, pos, neg = (triples[c].cast(pl.String).to_list() for c in TRIPLE_COLUMNS)
     keys = list(dict.fromkeys([*zip(qids, pos, strict=True), *zip(qids, neg, strict=True)]))
-    texts, lengths = (queries, docs), (max_len, q_len)
-    values = score_ids(model, tokenizer, keys, texts, lengths, batch_size, device)
-    table = dict(zip(keys, values, strict=True))
+    model.eval()
+    with torch.inference_mode():
+        values = model.score_many([k[0] for k in keys], [k[1] for k in keys], batch_size)
     logger.info("weak learner scored %d pairs of %d triples", len(keys), triples.height)
-    return triples.select(*TRIPLE_COLUMNS).with_columns(
-        pl.Series("weak_pos", [table[k] for k in zip(qids, pos, strict=True)], dtype=pl.Float64),
-        pl.Series("weak_neg", [table[k] for k in zip(qids, neg, strict=True)], dtype=pl.Float64),
-    )
-
-
-def weak_tensors(triples: pl.DataFrame, scored: pl.DataFrame) -> dict[str, Tensor]:
-    """``{"weak_pos", "weak_neg"}`` float32 ``[n_triples]`` for ``triples`` in their order.
-
-    ``scored`` is :func:`score_triples`' output for any superset of the (query, document)
-    pairs, in any order; a pair it lacks raises ``ValueError`` naming it.
-    """
-    table: dict[tuple[str, str], float] = {}
-    for side in ("pos", "neg"):
-        part = scored.select(
-            pl.col("query_id").cast(pl.String),
-            pl.col(f"{side}_doc_id").cast(pl.String),
-            f"weak_{side}",
-        )
-        table.update({(q, d): float(s) for q, d, s in part.iter_rows()})
-    out: dict[str, Tensor] = {}
-    qids = triples["query_id"].cast(pl.String).to_list()
-    for side in ("pos", "neg"):
-        docs = triples[f"{side}_doc_id"].cast(pl.String).to_list()
-        values = []
-        for key in zip(qids, docs, strict=True):
-            if key not in table:
-                raise ValueError(
-                    f"no weak learner score for query {key[0]!r}, doc {key[1]!r}; rescore"
-                )
-            values.append(table[key])
-        out[f"weak_{side}"] = torch.tensor(values, dtype=torch.float32)
-    return out
+    return dict(zip(keys, values.tolist(), strict=True))

@@ -4,7 +4,8 @@ Random evaluations: 1–4 queries, each with a background (candidate) list of 1�
 documents and a run that ranks a subset of it; graded qrels; bias counts, neutrality and
 lexicon shares per document; F/M/N group labels on some documents. For every family: one
 row per run query, finite values, values in their documented range, and the same per-query
-table whatever the row order of the inputs. Plus two exact cases: ARaB of all-neutral
+table whatever the row order of the inputs, and (fairness families) whatever the order of
+tied documents (SPEC §1 "Ties"). Plus two exact cases: ARaB of all-neutral
 documents is 0, and AWRF is 1 when the run's group distribution equals the target.
 """
 
@@ -82,7 +83,7 @@ def evaluations(draw: st.DrawFn) -> dict[str, pl.DataFrame]:
     }
 
 
-def _evaluate(family: str, tables: dict[str, pl.DataFrame]) -> pl.DataFrame | None:
+def _evaluate(family: str, tables: dict[str, Any]) -> pl.DataFrame | None:
     try:
         return METRICS[family](EvalInputs(**tables), CUTOFFS)
     except MissingInputError:
@@ -178,3 +179,30 @@ def test_awrf_is_one_when_run_matches_uniform_target(
     )
     skewed = awrf(EvalInputs(only_female, doc_groups=doc_groups), CUTOFFS)
     assert all(v < 1 - 0.1 for v in skewed[f"AWRF@{CUTOFFS[0]}"].to_list())
+
+
+FAIRNESS = ("arab", "nfairr", "liwc", "awrf", "counterfactual", "exposure")
+TIE_ORDER_DEPENDENT = ("MRR@", "nDCG@", "nDCGxAWRF@")  # effectiveness keeps the run order
+
+
+@pytest.mark.parametrize("family", FAIRNESS)
+@settings(max_examples=30, deadline=None)
+@given(tables=evaluations(), width=st.integers(2, 4))
+def test_tie_order_does_not_matter(family: str, tables: dict[str, Any], width: int) -> None:
+    """SPEC §1 "Ties": coarse scores (blocks of `width` consecutive ranks tie) and the same run
+    with every tie block reversed give the same fairness values (to 1e-12)."""
+    run = tables["run"].with_columns((pl.col("score") // width).alias("score"))
+    flipped = run.sort(["query_id", "score", "rank"], descending=[False, True, True])
+    flipped = flipped.with_columns(pl.int_range(1, pl.len() + 1).over("query_id").alias("rank"))
+    out = _evaluate(family, tables | {"run": run})
+    if out is None:
+        pytest.skip(f"{family} needs an input the generator does not make")
+    again = _evaluate(family, tables | {"run": flipped})
+    assert again is not None and again.columns == out.columns
+    for column in out.columns:
+        if column == "query_id" or column.startswith(TIE_ORDER_DEPENDENT):
+            continue
+        a, b = out[column].to_list(), again[column].to_list()
+        assert [x is None for x in a] == [y is None for y in b], column
+        pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None]
+        assert all(abs(x - y) <= 1e-12 for x, y in pairs), column

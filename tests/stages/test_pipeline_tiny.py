@@ -36,9 +36,14 @@ def test_repro_writes_every_artifact(tiny_repo: Path) -> None:
 
 def test_lambda_change_reruns_only_that_method(tiny_repo: Path, dvc: Dvc) -> None:
     before = (tiny_repo / "metrics/penalty_irrelevant.json").read_text()
+    order = (tiny_repo / "data/order/penalty_irrelevant.parquet").read_bytes()
     out = dvc(tiny_repo, "exp", "run", "-S", "methods.penalty_irrelevant.lambda=2")
     assert (tiny_repo / "metrics/penalty_irrelevant.json").read_text() != before
+    # the order stage depends on the whole method entry (`direction` exists only for some
+    # orderings), so it reruns too and writes the same bytes; no other method moves
+    assert (tiny_repo / "data/order/penalty_irrelevant.parquet").read_bytes() == order
     assert _ran(out.stdout) == {
+        "order@penalty_irrelevant",
         "train@penalty_irrelevant",
         "rerank@penalty_irrelevant",
         "evaluate@penalty_irrelevant",
@@ -47,18 +52,50 @@ def test_lambda_change_reruns_only_that_method(tiny_repo: Path, dvc: Dvc) -> Non
 
 
 def test_sigma_change_reruns_only_curriculum_stages(tiny_repo: Path, dvc: Dvc) -> None:
-    out = dvc(tiny_repo, "exp", "run", "-S", "curriculum.sigma=0.25")
+    out = dvc(tiny_repo, "exp", "run", "-S", "orderings.curriculum.sigma=2")
     ran = _ran(out.stdout)
-    assert "order_curriculum@curriculum_low_high" in ran, out.stdout
-    allowed = {
-        "order_curriculum@curriculum_low_high",
-        "train@curriculum_low_high",
-        "rerank@curriculum_low_high",
-        "evaluate@curriculum_low_high",
-        "curriculum_figure",  # the σ figure reads the curriculum section too
-        "report",
-    }
+    curriculum = ("curriculum_low_high", "curriculum_high_low")  # both directions, one sigma
+    assert {f"order@{m}" for m in curriculum} <= ran, out.stdout
+    stages = ("order", "train", "rerank", "evaluate")
+    allowed = {f"{stage}@{m}" for stage in stages for m in curriculum}
+    allowed |= {"curriculum_figure", "report"}  # the figures read orderings.curriculum too
     assert ran <= allowed, out.stdout
+
+
+@pytest.mark.parametrize("arch", ["cross_encoder", "late_interaction"])
+def test_arch_change_reruns_every_model_stage_only(
+    arch: str, tiny_repo: Path, tmp_path: Path, dvc: Dvc
+) -> None:
+    repo = _head_copy(tiny_repo, tmp_path / "r", dvc)
+    out = dvc(repo, "exp", "run", "-S", f"model.arch={arch}")
+    ran = _ran(out.stdout)
+    methods = ("baseline", "penalty_irrelevant", "curriculum_low_high", "curriculum_high_low")
+    expected = {f"{s}@{m}" for s in ("train", "rerank", "evaluate") for m in methods}
+    expected |= {"features", "rerank_zero_shot", "evaluate_zero_shot", "report"}
+    assert ran == expected, out.stdout
+    meta = json.loads((repo / "models/baseline/fold-0/ranker.json").read_text())
+    assert meta["arch"] == arch
+    assert json.loads((repo / "metrics/zero-shot.json").read_text())["n_queries"] == 8
+
+
+def test_every_query_is_tested_once_by_a_model_that_never_saw_it(tiny_repo: Path) -> None:
+    queries = pl.read_parquet(tiny_repo / "data/queries.parquet")
+    assert queries["fold"].null_count() == 0 and queries["query_id"].n_unique() == 8
+    corpus = pl.read_parquet(tiny_repo / "data/corpus.parquet")
+    triples = pl.read_parquet(tiny_repo / "data/triples.parquet")
+    candidates = pl.read_parquet(tiny_repo / "data/candidates.parquet")
+    for fold in queries["fold"].unique().to_list():
+        test = set(queries.filter(pl.col("fold") == fold)["query_id"])
+        test_docs = set(corpus.filter(pl.col("fold") == fold)["doc_id"])
+        train = triples.filter(pl.col("fold") == fold)
+        assert not test & set(train["query_id"])
+        assert not test_docs & (set(train["pos_doc_id"]) | set(train["neg_doc_id"]))
+        reranked = candidates.filter(pl.col("fold") == fold)
+        assert set(reranked["query_id"]) == test and set(reranked["doc_id"]) <= test_docs
+    for row in ("baseline", "bm25", "zero-shot"):
+        metrics = json.loads((tiny_repo / f"metrics/{row}.json").read_text())
+        assert metrics["n_queries"] == 8, row
+    assert "2-fold cross-validation, 8 queries" in (tiny_repo / "metrics/summary.md").read_text()
 
 
 def test_unknown_method_stage_error(tiny_repo: Path, tmp_path: Path) -> None:
@@ -107,7 +144,7 @@ def test_seeds_train_each_method_per_seed(tiny_repo: Path, tmp_path: Path, dvc: 
     for m in ("baseline", "penalty_irrelevant"):
         seeds = {}
         for seed in (1, 2):
-            assert (repo / f"models/{m}/seed-{seed}/cross_encoder.safetensors").is_file()
+            assert (repo / f"models/{m}/seed-{seed}/fold-0/model.safetensors").is_file()
             assert (repo / f"runs/{m}/seed-{seed}/run.trec").is_file()
             seeds[seed] = json.loads((repo / f"eval/{m}/seed-{seed}/metrics.json").read_text())
         metrics = json.loads((repo / f"metrics/{m}.json").read_text())
@@ -116,7 +153,7 @@ def test_seeds_train_each_method_per_seed(tiny_repo: Path, tmp_path: Path, dvc: 
             values = [seeds[1][key], seeds[2][key]]
             assert metrics[key] == pytest.approx(sum(values) / 2)
             assert metrics["std"][key] == pytest.approx(abs(values[0] - values[1]) / 2**0.5)
-    models = [(repo / f"models/baseline/seed-{s}/cross_encoder.safetensors") for s in (1, 2)]
+    models = [(repo / f"models/baseline/seed-{s}/fold-0/model.safetensors") for s in (1, 2)]
     assert models[0].read_bytes() != models[1].read_bytes()
     summary = (repo / "metrics/summary.md").read_text()
     assert "±" in summary and "mean ± std over its seeds" in summary, summary

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from math import exp, log, tanh
+from typing import Any
 
 import pytest
 import torch
@@ -14,8 +15,7 @@ from pipeline.train.adversary import (
     grad_reverse,
     protected_labels,
 )
-from pipeline.train.batching import PairEncoder, collate
-from pipeline.train.model import load_model
+from tests.unit.tiny_rankers import ARCHS, tiny_ranker
 
 
 def test_grad_reverse_is_identity_forward_and_negates_backward() -> None:
@@ -87,24 +87,25 @@ def test_head_runs_in_float32_under_bf16() -> None:
     )
 
 
-def test_adversary_on_the_cross_encoder_reaches_encoder_and_head() -> None:
-    tok, model = load_model("tiny-random-bert", None, seed=0)
-    model.eval()  # no dropout: both passes see the same network
-    enc = PairEncoder(tok, max_len=32, q_len=8)
-    enc.add({"q": "who is a nurse"}, {"a": "she is a nurse", "b": "the car"}, ["q"], ["a", "b"])
-    inputs = collate([enc.pair("q", "a"), enc.pair("q", "b")], enc.pad_id)
-    head = AdversaryHead(model.hidden_size, seed=0)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_adversary_reads_each_familys_document_representation(arch: str) -> None:
+    """The adversary's reversed gradient reaches the encoder through the family's document
+    representation ([CLS] of the pair, pooled document, mean document token), and the head."""
+    model = tiny_ranker(arch).eval()  # no dropout: both passes see the same network
+    head = AdversaryHead(model.repr_dim, seed=0)
     params = [*model.parameters(), *head.parameters()]
 
     def encoder_grad(reverse: bool) -> torch.Tensor:
         for p in params:
             p.grad = None
-        _, cls = model.forward_with_cls(**inputs)
+        _, reprs = model(["q0", "q0"], ["d0", "d5"])
+        assert reprs.shape == (2, model.repr_dim)
         loss = adversarial_loss(
-            cls[:1], cls[1:], torch.tensor([0.0]), torch.tensor([1.0]), head, 1.0, reverse
+            reprs[:1], reprs[1:], torch.tensor([0.0]), torch.tensor([1.0]), head, 1.0, reverse
         )
         loss.backward()
-        grad = model.encoder.embeddings.word_embeddings.weight.grad
+        base: Any = model.encoder.base_model
+        grad = base.embeddings.word_embeddings.weight.grad
         assert grad is not None and all(p.grad is not None for p in head.parameters())
         return grad.clone()
 

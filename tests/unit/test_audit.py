@@ -38,19 +38,31 @@ def tiny() -> dict[str, object]:
     return {"run": run, "queries": [q1, q2], "doc_scores": doc_scores, "qrels": qrels}
 
 
+def _tie_avg(weights: list[float], block: list[int]) -> float:
+    return sum(weights[j] for j in block) / len(block)
+
+
 def by_hand(run: pl.DataFrame, scores: pl.DataFrame, k: int) -> dict[str, float]:
-    """ARaB-x@k (male − female) and LIWC@k, as plain loops over the ranked lists."""
+    """ARaB-x@k (male − female) and LIWC@k as plain loops over the ranked lists, with
+    tie-averaged position weights (SPEC §1: the real run ties some passages' scores)."""
     table = {r["doc_id"]: r for r in scores.iter_rows(named=True)}
     out = {f"ARaB-tf@{k}": 0.0, f"ARaB-bool@{k}": 0.0, f"LIWC@{k}": 0.0}
     queries = run["query_id"].unique().to_list()
     for q in queries:
-        docs = run.filter(pl.col("query_id") == q).sort("rank")["doc_id"].to_list()[:k]
+        rows = run.filter(pl.col("query_id") == q).sort("rank")
+        docs, score = rows["doc_id"].to_list(), rows["score"].to_list()
+        cut = min(k, len(docs))
+        arab_w = [sum(1 / t for t in range(r, cut + 1)) / cut if r <= cut else 0.0
+                  for r in range(1, len(docs) + 1)]  # fmt: skip
+        mean_w = [1 / cut if r <= cut else 0.0 for r in range(1, len(docs) + 1)]
+        blocks = [[i for i in range(len(docs)) if score[i] == s] for s in score]
         for x in ("tf", "bool"):
             diffs = [table[d][f"{x}_m"] - table[d][f"{x}_f"] for d in docs]
-            rab = [sum(diffs[:t]) / t for t in range(1, len(docs) + 1)]
-            out[f"ARaB-{x}@{k}"] += sum(rab) / len(rab) / len(queries)
+            arab = sum(_tie_avg(arab_w, blocks[i]) * diffs[i] for i in range(len(docs)))
+            out[f"ARaB-{x}@{k}"] += arab / len(queries)
         lex = [table[d]["lex_f"] - table[d]["lex_m"] for d in docs]
-        out[f"LIWC@{k}"] += abs(sum(lex) / len(lex)) * 100 / len(queries)
+        liwc = abs(sum(_tie_avg(mean_w, blocks[i]) * lex[i] for i in range(len(docs))))
+        out[f"LIWC@{k}"] += liwc * 100 / len(queries)
     return out
 
 

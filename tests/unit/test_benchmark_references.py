@@ -3,17 +3,14 @@ with like), on the benchmarks' own synthetic inputs at a small size."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import polars as pl
 import pytest
 import torch
 
 from benchmarks.bench_metrics import naive, ours, tables
-from benchmarks.naive_ranker import encode_padded, naive_rerank
+from benchmarks.naive_ranker import naive_rerank, naive_scores, naive_train
 from pipeline.rerank import rerank
-from pipeline.train.batching import PairEncoder, collate
-from pipeline.train.model import CrossEncoder, load_model
+from tests.unit.tiny_rankers import ARCHS, no_dropout, tiny_ranker
 
 
 def test_naive_metric_suite_equals_ours() -> None:
@@ -32,11 +29,6 @@ def test_naive_metric_suite_can_disagree() -> None:
     assert naive(other)["MRR@10"] != pytest.approx(ours(t)["MRR@10"])
 
 
-def _tiny() -> tuple[Any, CrossEncoder]:
-    tokenizer, model = load_model("tiny-random-bert", None, seed=0)
-    return tokenizer, model.eval()
-
-
 QUERIES = {"q0": "who is a nurse", "q1": "doctor salary in the city"}
 DOCS = {
     f"d{i}": " ".join(["she", "works", "as", "a", "nurse", "and", "he", "is", "a", "doctor"] * i)
@@ -44,10 +36,13 @@ DOCS = {
 }
 
 
-def test_dynamic_padding_scores_equal_max_len_padding() -> None:
-    """Our pre-tokenised, length-sorted, dynamically padded reranking gives the naive
-    scores (tokenised per batch, padded to max_len, candidate order)."""
-    tokenizer, model = _tiny()
+@pytest.mark.parametrize("arch", ARCHS)
+def test_reranking_scores_equal_per_pair_max_len_padding(arch: str) -> None:
+    """Our reranking (each distinct text encoded once for the bi-encoder and late
+    interaction, length-sorted dynamically padded batches) gives the naive scores (each
+    pair's texts encoded for that pair, padded to max_len, candidate order)."""
+    ranker = tiny_ranker(arch, max_len=48, q_len=16)
+    ranker.bind(QUERIES, DOCS)
     cands = pl.DataFrame(
         {
             "query_id": [q for q in QUERIES for _ in DOCS],
@@ -56,34 +51,45 @@ def test_dynamic_padding_scores_equal_max_len_padding() -> None:
             "score": [0.0] * 12,
         }
     )
-    run = rerank(model, tokenizer, cands, QUERIES, DOCS, batch_size=4, max_len=48, q_len=16)
+    run = rerank(ranker, cands, batch_size=4)
     got = {(q, d): s for q, d, s in run.select("query_id", "doc_id", "score").iter_rows()}
-    pairs = [(QUERIES[q], DOCS[d]) for q, d in cands.select("query_id", "doc_id").iter_rows()]
-    expected = naive_rerank(model, tokenizer, pairs, batch_size=5, max_len=48)
     keys = list(cands.select("query_id", "doc_id").iter_rows())
+    expected = naive_rerank(ranker, [(QUERIES[q], DOCS[d]) for q, d in keys], batch_size=5)
     assert [got[k] for k in keys] == pytest.approx(expected, abs=1e-5)
 
 
-def test_training_loss_with_dynamic_padding_equals_max_len_padding() -> None:
-    """One batch's margin loss and gradient: our collated inputs vs naive max_len padding."""
-    tokenizer, model = _tiny()
-    triples = [(QUERIES["q0"], DOCS["d1"], DOCS["d5"]), (QUERIES["q1"], DOCS["d6"], DOCS["d2"])]
-    encoder = PairEncoder(tokenizer, 96, 16).add(QUERIES, DOCS, ["q0", "q1"], list(DOCS))
-    ids = [("q0", "d1", "d5"), ("q1", "d6", "d2")]
-    collated = collate(
-        [encoder.pair(q, p) for q, p, _ in ids] + [encoder.pair(q, n) for q, _, n in ids]
-    )
-    assert collated["input_ids"].shape[1] < 96  # really padded less
+@pytest.mark.parametrize("arch", ARCHS)
+def test_training_loss_and_gradient_equal_the_naive_full_forward(arch: str) -> None:
+    """One batch's margin loss and gradients: ours (texts shared by the batch encoded once,
+    top layer on the cached bottom, dynamic padding) vs naive (per pair, full forward,
+    max_len padding), same weights, dropout off."""
+    ranker = no_dropout(tiny_ranker(arch, max_len=96, q_len=16, train_layers=1)).train()
+    ranker.bind(QUERIES, DOCS)
+    ids = [("q0", "d1", "d5"), ("q1", "d6", "d2"), ("q0", "d1", "d2")]
     grads = []
-    for inputs in (collated, None):
-        model.zero_grad()
-        if inputs is None:
-            queries = [q for q, _, _ in triples] * 2
-            docs = [p for _, p, _ in triples] + [n for _, _, n in triples]
-            inputs = encode_padded(tokenizer, queries, docs, 96)
-        pos, neg = model(**inputs).split(2)
+    for side in ("ours", "naive"):
+        ranker.zero_grad()
+        qids = [q for q, _, _ in ids] * 2
+        dids = [p for _, p, _ in ids] + [n for _, _, n in ids]
+        if side == "ours":
+            scores = ranker(qids, dids)[0]
+        else:
+            scores = naive_scores(ranker, [QUERIES[q] for q in qids], [DOCS[d] for d in dids])
+        pos, neg = scores.split(len(ids))
         loss = torch.clamp(1 - torch.tanh(pos) + torch.tanh(neg), min=0).mean()
         loss.backward()
-        grads.append((float(loss.detach()), model.head.weight.grad.clone()))
-    assert grads[0][0] == pytest.approx(grads[1][0], abs=1e-6)
-    assert torch.allclose(grads[0][1], grads[1][1], atol=1e-5)
+        trained = {n: p.grad.clone() for n, p in ranker.named_parameters() if p.grad is not None}
+        grads.append((float(loss.detach()), trained))
+    (loss_ours, ours_g), (loss_naive, naive_g) = grads
+    assert loss_ours == pytest.approx(loss_naive, abs=1e-6)
+    assert ours_g.keys() == naive_g.keys() and all(".layer.0." not in n for n in ours_g)
+    for name in ours_g:
+        torch.testing.assert_close(ours_g[name], naive_g[name], atol=1e-5, rtol=1e-4)
+
+
+def test_naive_training_moves_the_trainable_weights_only() -> None:
+    ranker = tiny_ranker("bi_encoder", train_layers=1)
+    frozen = {n: p.clone() for n, p in ranker.named_parameters() if not p.requires_grad}
+    losses = naive_train(ranker, [(QUERIES["q0"], DOCS["d1"], DOCS["d2"])] * 4, 2, 1e-2)
+    assert len(losses) == 2 and all(v >= 0 for v in losses)
+    assert all(torch.equal(p, frozen[n]) for n, p in ranker.named_parameters() if n in frozen)

@@ -7,49 +7,86 @@ import math
 import polars as pl
 import pytest
 
+from pipeline import schemas
 from pipeline.bias.complexity import (
     BINS,
-    LEXICAL_INDICES,
     available_indices,
-    lexical_indices,
+    drop_reason,
+    frequent_words,
     query_complexity,
-    syllables,
+    raw_indices,
+)
+
+THREE = pl.DataFrame(
+    {
+        "query_id": ["a", "b", "c"],
+        "text": ["cheap flights paris", "how to get a job", "the cat and the dog"],
+    }
 )
 
 
-def test_indices_hand_computed() -> None:
-    # tokens: the cat sat on the mat -> N = 6, V = 5; function words: the, on, the
-    got = lexical_indices("The cat sat on the mat.")
-    n, v = 6, 5
-    assert got == pytest.approx(
-        {
-            "ttr": v / n,
-            "cttr": v / math.sqrt(2 * n),
-            "rttr": v / math.sqrt(n),
-            "log_ttr": math.log(v) / math.log(n),
-            "uber": math.log(n) ** 2 / (math.log(n) - math.log(v)),
-            "lexical_density": 3 / 6,
-            "mean_word_length": (3 + 3 + 3 + 2 + 3 + 3) / 6,
-            "syllables_per_word": 1.0,
-        }
+def test_two_indices_hand_computed_on_three_queries() -> None:
+    out = query_complexity(THREE)
+    # lexical density: tokens outside the function-word list / N
+    #   a: cheap flights paris -> 3/3; b: get job -> 2/5; c: cat dog -> 2/5
+    assert out["lexical_density"].to_list() == pytest.approx([1.0, 0.4, 0.4])
+    assert out["lexical_density_norm"].to_list() == pytest.approx([1.0, 0.0, 0.0])
+    # Carroll's corrected TTR T/sqrt(2N): a T=3 N=3; b T=5 N=5; c T=4 N=5
+    cttr = [3 / math.sqrt(6), 5 / math.sqrt(10), 4 / math.sqrt(10)]
+    assert out["cttr"].to_list() == pytest.approx(cttr)
+    lo, hi = min(cttr), max(cttr)
+    assert out["cttr_norm"].to_list() == pytest.approx([(v - lo) / (hi - lo) for v in cttr])
+    # TTR and Herdan's log TTR of the query with a repeated word
+    c = raw_indices("the cat and the dog")
+    assert c["ttr"] == pytest.approx(4 / 5)
+    assert c["log_ttr"] == pytest.approx(math.log(4) / math.log(5))
+    assert c["uber"] == pytest.approx(math.log(5) ** 2 / (math.log(5) - math.log(4)))
+    assert c["mls"] == 5.0 and c["ndw"] == 4.0
+
+
+def test_complexity_is_mean_of_kept_normalised_indices() -> None:
+    out = query_complexity(THREE)
+    used = out["indices"][0].split(",")
+    assert used and set(used) <= set(available_indices())
+    assert out["complexity"].to_list() == pytest.approx(
+        out.select(pl.mean_horizontal(f"{n}_norm" for n in used)).to_series().to_list()
     )
+    schemas.validate(out.to_arrow(), schemas.QUERY_COMPLEXITY, "test")
 
 
-def test_one_word_and_empty_queries_do_not_divide_by_zero() -> None:
-    one = lexical_indices("Encyclopedia")
-    assert one["ttr"] == 1.0 and one["log_ttr"] == 1.0 and one["uber"] is None
-    assert one["cttr"] == pytest.approx(1 / math.sqrt(2))
-    assert one["syllables_per_word"] == 5.0  # vowel groups e|y|o|e|ia
-    assert lexical_indices("") == dict.fromkeys(LEXICAL_INDICES, 0.0)
-    assert lexical_indices(None) == dict.fromkeys(LEXICAL_INDICES, 0.0)
+def test_constant_and_mostly_undefined_indices_are_dropped() -> None:
+    same = pl.DataFrame({"query_id": ["1", "2", "3"], "text": ["red car", "blue car", "green car"]})
+    out = query_complexity(same)
+    dropped = out["dropped_indices"][0]
+    for name in ("ttr", "cttr", "ndw", "mls", "lexical_density"):
+        assert f"{name} (constant over the queries)" in dropped
+        assert name not in out.columns and f"{name}_norm" not in out.columns
+        assert name not in out["indices"][0].split(",")
+    assert "uber (undefined on 3 of 3 queries)" in dropped
+    # mean word length 3.5 / 4 / 4.5 varies, so it is kept and normalised to 0 / 0.5 / 1
+    assert out["mean_word_length_norm"].to_list() == pytest.approx([0.0, 0.5, 1.0])
 
 
-@pytest.mark.parametrize(
-    ("word", "count"),
-    [("the", 1), ("make", 1), ("table", 2), ("agree", 2), ("rhythm", 1), ("2020", 1), ("queue", 1)],
-)
-def test_syllable_heuristic(word: str, count: int) -> None:
-    assert syllables(word) == count
+def test_drop_reason() -> None:
+    assert drop_reason(pl.Series([1.0, 1.0, None])) == "constant over the queries"
+    assert drop_reason(pl.Series([1.0, None, None])) == "undefined on 2 of 3 queries"
+    assert drop_reason(pl.Series([1.0, 2.0, None])) is None
+
+
+def test_sophistication_uses_the_frequent_word_list() -> None:
+    assert len(frequent_words()) == 2000 and "job" in frequent_words()
+    got = raw_indices("pulmonary disease symptoms")
+    soph = [w for w in ("pulmonary", "disease", "symptoms") if w not in frequent_words()]
+    assert "pulmonary" in soph
+    assert got["ls1"] == pytest.approx(len(soph) / 3)
+    assert got["ls2"] == pytest.approx(len(soph) / 3)
+
+
+def test_undefined_values() -> None:
+    one = raw_indices("Encyclopedia")
+    assert one["log_ttr"] is None and one["uber"] is None and one["ttr"] == 1.0
+    assert raw_indices("") == dict.fromkeys(available_indices())
+    assert raw_indices("Is it cheap? Where is it.")["mls"] == 3.0  # 6 words, 2 sentences
 
 
 QUERIES = pl.DataFrame(
@@ -70,35 +107,22 @@ QUERIES = pl.DataFrame(
 def test_bins_by_tertiles() -> None:
     out = query_complexity(QUERIES)
     assert out["query_id"].to_list() == QUERIES["query_id"].to_list()
-    norms = [f"{name}_norm" for name in LEXICAL_INDICES]
-    assert out.columns == ["query_id", "n_words", *LEXICAL_INDICES, *norms, "complexity", "bin"]
-    for column in norms:
-        assert out[column].min() >= 0.0 and out[column].max() <= 1.0  # type: ignore[operator]
-    # complexity is the mean of the normalised indices
-    assert out["complexity"].to_list() == pytest.approx(
-        out.select(pl.mean_horizontal(norms)).to_series().to_list()
-    )
-    # six distinct complexities -> two queries per tertile, in complexity order
+    assert out.columns[:6] == [
+        "query_id",
+        "n_words",
+        "complexity",
+        "bin",
+        "indices",
+        "dropped_indices",
+    ]
     ranked = out.sort("complexity")["bin"].to_list()
     assert ranked == ["easy", "easy", "medium", "medium", "hard", "hard"]
-    assert out.filter(pl.col("query_id") == "1")["bin"].item() == "easy"
     assert out.filter(pl.col("query_id") == "6")["bin"].item() == "hard"
+    assert set(out["bin"]) <= set(BINS)
 
 
-def test_uber_without_repeats_normalises_to_max_and_constants_to_zero() -> None:
-    out = query_complexity(QUERIES)
-    repeats = out.filter(pl.col("query_id") == "1").row(0, named=True)
-    assert repeats["uber"] == pytest.approx(math.log(4) ** 2 / math.log(4))
-    assert repeats["uber_norm"] == 0.0
-    assert out.filter(pl.col("query_id") != "1")["uber_norm"].to_list() == [1.0] * 5
-    same = query_complexity(pl.DataFrame({"query_id": ["a", "b"], "text": ["red car", "blue car"]}))
-    assert same["ttr_norm"].to_list() == [0.0, 0.0]
-    assert set(same["bin"]) <= set(BINS)
-
-
-def test_available_indices_and_errors() -> None:
-    assert available_indices() == LEXICAL_INDICES
+def test_empty_and_errors() -> None:
     empty = query_complexity(QUERIES.head(0))
-    assert empty.height == 0 and empty.columns[-2:] == ["complexity", "bin"]
+    assert empty.height == 0 and "complexity" in empty.columns
     with pytest.raises(ValueError, match=r"queries lack column\(s\) \['text'\]"):
         query_complexity(QUERIES.drop("text"))

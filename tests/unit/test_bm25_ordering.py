@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.ordering import FILTERING, NEEDS_CANDIDATES, ORDERINGS, OrderingContext
+from pipeline.ordering import ORDERINGS, Inputs
 from pipeline.retrieval.bm25 import bm25_topk
 
 
@@ -34,9 +34,11 @@ def test_every_ordering_keeps_each_triple_once() -> None:
     t = _triples(50)
     scores = pl.DataFrame({"doc_id": ["p1"], "psi_bool": [-1.0], "psi_tf": [0.5], "psi_tc": [2.0]})
     # orderings that drop triples or need candidates: tests/unit/test_ordering_registry.py
-    for name in sorted(set(ORDERINGS) - FILTERING - NEEDS_CANDIDATES):
-        fn = ORDERINGS[name]
-        out = fn(t, scores, OrderingContext(psi="bool_abs", seed=1))
+    for name, record in sorted(ORDERINGS.items()):
+        if record.filters or record.needs:
+            continue
+        cfg = record.config(psi="bool_abs") if name == "curriculum" else record.config()
+        out = record.fn(t, scores, cfg, Inputs(psi="bool_abs", seed=1))
         assert out["position"].to_list() == list(range(50)), name
         assert sorted(out["pos_doc_id"]) == sorted(t["pos_doc_id"]), name
         assert out.filter(pl.col("pos_doc_id") == "p1")["psi"].item() == 1.0
@@ -45,8 +47,9 @@ def test_every_ordering_keeps_each_triple_once() -> None:
 def test_shuffle_is_seeded() -> None:
     t = _triples(30)
     scores = pl.DataFrame({"doc_id": ["x"], "psi_bool": [0.0], "psi_tf": [0.0], "psi_tc": [0.0]})
-    a = ORDERINGS["shuffle"](t, scores, OrderingContext(seed=1))
-    b = ORDERINGS["shuffle"](t, scores, OrderingContext(seed=1))
-    c = ORDERINGS["shuffle"](t, scores, OrderingContext(seed=2))
+    run, cfg = ORDERINGS["shuffle"].fn, ORDERINGS["shuffle"].config()
+    a = run(t, scores, cfg, Inputs(seed=1))
+    b = run(t, scores, cfg, Inputs(seed=1))
+    c = run(t, scores, cfg, Inputs(seed=2))
     assert a.equals(b)
     assert not a.equals(c)

@@ -7,9 +7,9 @@ import random
 import pytest
 import torch
 
-from pipeline.train.loop import TrainConfig, batch_plan, train_model
-from pipeline.train.model import load_model
-from tests.unit.test_train_loop import CFG, DOC_SCORES, DOCS, QUERIES, TRIPLES
+from pipeline.train.loop import TrainConfig, batch_plan
+from tests.unit.test_train_loop import CFG, ranker, train
+from tests.unit.tiny_rankers import no_dropout
 
 _RNG = random.Random(3)
 LENGTHS = [_RNG.randint(8, 200) for _ in range(1000)]
@@ -63,14 +63,9 @@ def test_training_with_a_window_equals_plain_training_when_batches_are_the_same(
     (≈1e-5; a different batch composition moves weights by ≈ lr = 1e-3)."""
     weights, curves = [], []
     for window in (None, 1):
-        tok, model = load_model("tiny-random-bert", None, seed=0)
-        for module in model.modules():
-            if isinstance(module, torch.nn.Dropout):
-                module.p = 0.0
+        model = no_dropout(ranker())
         cfg = TrainConfig(**{**CFG.__dict__, "length_window": window})
-        curve = train_model(
-            model, tok, TRIPLES, QUERIES, DOCS, DOC_SCORES, "margin", {}, "bool_abs", cfg
-        )
+        curve = train(model, loss="margin", cfg=cfg)
         weights.append(model.state_dict())
         curves.append(curve["loss"].to_list())
     plain, bucketed = weights
@@ -82,9 +77,9 @@ def test_training_with_regrouped_batches_differs() -> None:
     """The check above can fail: other batch compositions give other weights."""
     weights = []
     for window in (None, 5):
-        tok, model = load_model("tiny-random-bert", None, seed=0)
+        model = ranker()
         cfg = TrainConfig(**{**CFG.__dict__, "length_window": window})
-        train_model(model, tok, TRIPLES, QUERIES, DOCS, DOC_SCORES, "margin", {}, "bool_abs", cfg)
+        train(model, loss="margin", cfg=cfg)
         weights.append(model.state_dict())
     plain, bucketed = weights
     assert not all(torch.allclose(plain[k], bucketed[k], atol=1e-4) for k in plain)

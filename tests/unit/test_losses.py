@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from math import tanh
 
 import pytest
 import torch
 
-from pipeline.train.losses import LOSSES, get_loss
+from pipeline.params import MethodParams
+from pipeline.train.losses import LOSSES, get_loss, get_record
+from pipeline.train.losses.regularised import FORMS, KINDS, SIDES
 
 S_POS = [0.5, -0.3]
 S_NEG = [0.2, 0.4]
@@ -121,23 +124,47 @@ def test_every_loss_is_finite_differentiable_and_margin_at_lambda_zero(name: str
     batch = {
         k: torch.rand(8, generator=gen) for k in ("psi_pos", "psi_neg", "zeta_pos", "zeta_neg")
     }
-    value = LOSSES[name](s_pos, s_neg, batch, {"lambda": 0.0})
+    value = get_loss(name)(s_pos, s_neg, batch, {"lambda": 0.0})
     value.backward()
     assert value.shape == () and torch.isfinite(value)
     assert s_pos.grad is not None and torch.isfinite(s_pos.grad).all()
-    expected = LOSSES["margin"](s_pos, s_neg, batch, {})
+    expected = get_loss("margin")(s_pos, s_neg, batch, {})
     assert value.item() == pytest.approx(expected.item(), rel=1e-6)
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
 def test_every_loss_has_a_docstring_naming_paper_and_inputs(name: str) -> None:
-    doc = LOSSES[name].__doc__ or ""
+    doc = LOSSES[name].fn.__doc__ or ""
     assert "Paper:" in doc and "Inputs:" in doc
 
 
 def test_unknown_loss_lists_known_ones() -> None:
     with pytest.raises(ValueError, match=r"unknown loss 'x'; known: \['margin', .*'penalty_both'"):
         get_loss("x")
+
+
+def test_unknown_loss_suggests_the_closest_name() -> None:
+    with pytest.raises(ValueError, match=r"did you mean 'penalty_relevant'\?"):
+        get_record("penalty_relevent")
+
+
+def test_regularised_table_is_twelve_losses_named_form_kind_side() -> None:
+    names = {f"{pre}{k}_{s}" for pre, _, _ in FORMS.values() for k in KINDS for s in SIDES}
+    assert len(names) == 12 and names <= set(LOSSES)
+    assert get_record("pointwise_reward_both").needs == ("zeta_pos", "zeta_neg")
+    assert get_record("penalty_irrelevant").needs == ("psi_neg",)
+    assert "margin" in {f.name for f in dataclasses.fields(get_record("penalty_both").config)}
+    assert "margin" not in {
+        f.name for f in dataclasses.fields(get_record("pointwise_penalty_both").config)
+    }
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_record_is_named_by_its_key_and_its_config_fields_are_method_params(name: str) -> None:
+    record = LOSSES[name]
+    assert record.name == name
+    method_keys = {f.name for f in dataclasses.fields(MethodParams)}
+    assert {f.name for f in dataclasses.fields(record.config)} <= method_keys
 
 
 def test_missing_lambda_is_a_clear_error() -> None:

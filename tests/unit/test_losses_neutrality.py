@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from math import exp, log, tanh
+from typing import Any
 
+import polars as pl
 import pytest
 import torch
+from torch import Tensor
 
+from pipeline.train import loop
+from pipeline.train.groups import doc_bias, prepare_groups
 from pipeline.train.losses import get_loss
+from tests.unit.tiny_rankers import DOC_SCORES, tiny_ranker
 
 
 def softmax2(a: float, b: float) -> tuple[float, float]:
@@ -64,3 +71,77 @@ def test_missing_coef_is_a_clear_error() -> None:
     batch = {"zeta_pos": torch.ones(1), "zeta_neg": torch.ones(1)}
     with pytest.raises(ValueError, match=r"loss 'neutrality_kl' needs params 'coef'"):
         get_loss("neutrality_kl")(torch.zeros(1), torch.zeros(1), batch, {"lambda": 1.0})
+
+
+def softmax(xs: list[float]) -> list[float]:
+    total = sum(exp(x) for x in xs)
+    return [exp(x) / total for x in xs]
+
+
+def kl_list(p: list[float], q: list[float]) -> float:
+    return sum(pi * log(pi / qi) for pi, qi in zip(p, q, strict=True))
+
+
+# a query's group of 4 (positive first) and another query's group of 2
+GROUPS = [([0.5, -0.3, 0.2, 0.9], [0.5, 1.0, 0.0, 0.8]), ([0.1, 0.4], [1.0, 0.2])]
+
+
+def _hand_value(coef: float) -> float:
+    """Margin part over the 4 (pos, neg) pairs + coef × mean over groups of
+    KL(softmax ζ_g ‖ softmax s_g), each group's softmax over its own documents."""
+    pairs = [(s[0], n) for s, _ in GROUPS for n in s[1:]]
+    hinge = sum(max(0.0, 1 - tanh(p) + tanh(n)) for p, n in pairs) / len(pairs)
+    kls = [kl_list(softmax(z), softmax(s)) for s, z in GROUPS]
+    return hinge + coef * sum(kls) / len(kls)
+
+
+def test_neutrality_kl_on_a_group_of_four_matches_hand_value() -> None:
+    s_pos = torch.tensor([0.5, 0.5, 0.5, 0.1])
+    s_neg = torch.tensor([-0.3, 0.2, 0.9, 0.4])
+    batch = {
+        "group": torch.tensor([0, 0, 0, 1]),
+        "slot": torch.tensor([0, 1, 2, 0]),
+        "zeta_pos": torch.tensor([0.5, 0.5, 0.5, 1.0]),
+        "zeta_neg": torch.tensor([1.0, 0.0, 0.8, 0.2]),
+    }
+    value = get_loss("neutrality_kl")(s_pos, s_neg, batch, {"coef": 0.7})
+    assert value.item() == pytest.approx(_hand_value(0.7), rel=1e-6)
+    # the listwise term is not the mean of the pairwise ones
+    pairwise = get_loss("neutrality_kl")(
+        s_pos, s_neg, {k: batch[k] for k in ("zeta_pos", "zeta_neg")}, {"coef": 0.7}
+    )
+    assert pairwise.item() != pytest.approx(value.item(), rel=1e-3)
+
+
+def test_training_groups_reach_neutrality_kl_as_lists_of_group_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """prepare_groups(group_size 4) on triples with 3 negatives per (query, positive): each
+    training group holds 4 documents, and the loss sees one list per query."""
+    triples = pl.DataFrame(
+        {
+            "query_id": ["q0"] * 3 + ["q1"] * 3,
+            "pos_doc_id": ["d0"] * 3 + ["d1"] * 3,
+            "neg_doc_id": ["d2", "d5", "d6", "d7", "d2", "d4"],
+        }
+    )
+    groups = prepare_groups(triples, 4, doc_bias(DOC_SCORES, "bool_abs"))
+    assert [len(d) for d in groups.docs] == [4, 4] and groups.mask.all()
+    assert groups.docs == [["d0", "d2", "d5", "d6"], ["d1", "d7", "d2", "d4"]]
+    seen: list[dict[str, torch.Tensor]] = []
+    real = loop.get_loss("neutrality_kl")
+
+    def spy(s_pos: Tensor, s_neg: Tensor, batch: Mapping[str, Tensor], params: Any) -> Tensor:
+        seen.append({k: v.detach().clone() for k, v in batch.items()})
+        return real(s_pos, s_neg, batch, params)
+
+    monkeypatch.setattr(loop, "get_loss", lambda name: spy)
+    cfg = loop.TrainConfig(batch_size=2, group_size=4, lr=1e-3, device="cpu")
+    loop.train_model(tiny_ranker(), groups, "neutrality_kl", {"coef": 0.5}, cfg)
+    (batch,) = seen
+    assert batch["group"].tolist() == [0, 0, 0, 1, 1, 1]
+    assert batch["slot"].tolist() == [0, 1, 2, 0, 1, 2]
+    zeta = doc_bias(DOC_SCORES, "bool_abs")["zeta"]
+    assert batch["zeta_neg"].tolist() == pytest.approx(
+        [zeta[d] for ds in groups.docs for d in ds[1:]]
+    )

@@ -69,3 +69,32 @@ def test_examples_the_weak_learner_gets_right_teach_the_robust_model_less() -> N
 def test_missing_weak_scores_are_a_clear_error() -> None:
     with pytest.raises(ValueError, match=r"loss 'poe' needs batch key 'weak_pos'"):
         get_loss("poe")(torch.zeros(1), torch.zeros(1), {"psi_pos": torch.zeros(1)}, {})
+
+
+def log_softmax(xs: list[float]) -> list[float]:
+    norm = log(sum(exp(x) for x in xs))
+    return [x - norm for x in xs]
+
+
+def test_poe_on_a_group_of_three_matches_hand_value() -> None:
+    """EqualizeIR over one query's list {pos, neg_1, neg_2} and a second query's pair:
+    ``−log softmax(α·log softmax(s_B) + log softmax(s_R))[pos]``, averaged over queries."""
+    alpha = 0.3
+    lists = [([0.5, -0.3, 0.2], [2.0, -1.0, 0.0]), ([0.1, 0.4], [-0.5, 1.5])]  # (s_R, s_B)
+    expected = 0.0
+    for robust, weak in lists:
+        combined = [
+            alpha * w + r for w, r in zip(log_softmax(weak), log_softmax(robust), strict=True)
+        ]
+        expected += -log_softmax(combined)[0]
+    expected /= len(lists)
+    batch = {
+        "group": torch.tensor([0, 0, 1]),
+        "slot": torch.tensor([0, 1, 0]),
+        "weak_pos": torch.tensor([2.0, 2.0, -0.5]),
+        "weak_neg": torch.tensor([-1.0, 0.0, 1.5]),
+    }
+    value = get_loss("poe")(
+        torch.tensor([0.5, 0.5, 0.1]), torch.tensor([-0.3, 0.2, 0.4]), batch, {"alpha": alpha}
+    )
+    assert value.item() == pytest.approx(expected, rel=1e-6)

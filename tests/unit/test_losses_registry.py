@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import Tensor
 
-from pipeline.train.losses import BATCH_KEYS, LOSSES
+from pipeline.train.losses import LOSSES
 
 ALL_PARAMS = {"lambda": 0.5, "coef": 0.5, "alpha": 0.1, "margin": 1.0}
 
@@ -17,7 +17,7 @@ ALL_PARAMS = {"lambda": 0.5, "coef": 0.5, "alpha": 0.1, "margin": 1.0}
 def batch() -> dict[str, Tensor]:
     """Every batch key any loss reads (``[8]`` floats)."""
     gen = torch.Generator().manual_seed(0)
-    keys = sorted({k for ks in BATCH_KEYS.values() for k in ks})
+    keys = sorted({k for r in LOSSES.values() for k in r.needs})
     return {k: torch.rand(8, generator=gen) * (3.0 if k.startswith("weak") else 1.0) for k in keys}
 
 
@@ -28,14 +28,14 @@ def _scores() -> tuple[Tensor, Tensor]:
     return s_pos, s_neg
 
 
-def test_batch_keys_cover_the_registry() -> None:
-    assert set(BATCH_KEYS) == set(LOSSES)
+def test_every_record_is_keyed_by_its_name() -> None:
+    assert all(r.name == name for name, r in LOSSES.items())
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
 def test_every_loss_is_a_finite_scalar_with_gradients(name: str, batch: dict[str, Tensor]) -> None:
     s_pos, s_neg = _scores()
-    value = LOSSES[name](s_pos, s_neg, batch, ALL_PARAMS)
+    value = LOSSES[name].fn(s_pos, s_neg, batch, ALL_PARAMS)
     value.backward()
     assert value.shape == () and torch.isfinite(value)
     grads = [s.grad for s in (s_pos, s_neg)]
@@ -46,11 +46,11 @@ def test_every_loss_is_a_finite_scalar_with_gradients(name: str, batch: dict[str
 @pytest.mark.parametrize("name", sorted(LOSSES))
 def test_every_loss_reads_only_its_declared_batch_keys(name: str, batch: dict[str, Tensor]) -> None:
     s_pos, s_neg = _scores()
-    own = {k: batch[k] for k in BATCH_KEYS[name]}
-    LOSSES[name](s_pos, s_neg, own, ALL_PARAMS)
-    for key in BATCH_KEYS[name]:
+    own = {k: batch[k] for k in LOSSES[name].needs}
+    LOSSES[name].fn(s_pos, s_neg, own, ALL_PARAMS)
+    for key in LOSSES[name].needs:
         with pytest.raises(ValueError, match=f"needs batch key '{key}'"):
-            LOSSES[name](s_pos, s_neg, {k: v for k, v in own.items() if k != key}, ALL_PARAMS)
+            LOSSES[name].fn(s_pos, s_neg, {k: v for k, v in own.items() if k != key}, ALL_PARAMS)
 
 
 def _plain_pointwise(s_pos: Tensor, s_neg: Tensor) -> Tensor:
@@ -67,7 +67,7 @@ def _base(name: str) -> tuple[dict[str, float], Callable[[Tensor, Tensor], Tenso
         return {"lambda": 0.0}, _plain_pointwise
     if name == "poe":
         return {"alpha": 0.0}, _plain_ce
-    margin = LOSSES["margin"]
+    margin = LOSSES["margin"].fn
     return {"lambda": 0.0, "coef": 0.0}, lambda sp, sn: margin(sp, sn, {}, {})
 
 
@@ -77,11 +77,11 @@ def test_every_loss_reduces_to_its_base_loss_at_zero_strength(
 ) -> None:
     s_pos, s_neg = _scores()
     params, base = _base(name)
-    value = LOSSES[name](s_pos, s_neg, batch, params)
+    value = LOSSES[name].fn(s_pos, s_neg, batch, params)
     assert value.item() == pytest.approx(base(s_pos, s_neg).item(), rel=1e-6)
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
 def test_every_loss_has_a_docstring_naming_paper_and_inputs(name: str) -> None:
-    doc = LOSSES[name].__doc__ or ""
+    doc = LOSSES[name].fn.__doc__ or ""
     assert "Paper:" in doc and "Inputs:" in doc

@@ -20,6 +20,7 @@ from pipeline.metrics.exposure import (
     intersect,
     one_hot,
     plackett_luce,
+    standardise,
     system_exposure,
 )
 from pipeline.metrics.inputs import AwrfTarget
@@ -162,3 +163,54 @@ def test_exposure_family_is_registered_and_seeded() -> None:
         "EUE@20",
         "ee_no_relevant",
     }
+
+
+def _many_queries() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Three queries of 30 documents (one with all scores equal), graded qrels, F/M/N groups."""
+    rng = np.random.default_rng(7)
+    run, qrels = [], []
+    for q in range(3):
+        scores = np.zeros(30) if q == 2 else rng.normal(5.0, 2.0, size=30).round(2)
+        order = np.argsort(-scores, kind="stable")
+        run += [(f"q{q}", f"d{q}_{i}", float(scores[i]), r) for r, i in enumerate(order, 1)]
+        qrels += [(f"q{q}", f"d{q}_{i}", int(rng.integers(0, 3))) for i in range(0, 30, 3)]
+    docs = [d for _, d, _, _ in run]
+    groups = pl.DataFrame({"doc_id": docs, "group": [("F", "M", "N")[i % 3] for i in range(90)]})
+    return (
+        pl.DataFrame(run, schema=["query_id", "doc_id", "score", "rank"], orient="row"),
+        pl.DataFrame(qrels, schema=["query_id", "doc_id", "relevance"], orient="row"),
+        groups,
+    )
+
+
+def test_standardise_is_a_z_score_and_zero_for_equal_scores() -> None:
+    z = standardise(np.array([1.0, 2.0, 3.0]))
+    assert z == pytest.approx([-math.sqrt(1.5), 0.0, math.sqrt(1.5)], abs=1e-15)
+    assert standardise(np.array([0.1, 0.1, 0.1])).tolist() == [0.0, 0.0, 0.0]
+    assert standardise(np.array([4.2])).tolist() == [0.0]
+
+
+@pytest.mark.parametrize(("a", "b"), [(0.1, -3.0), (7.0, 2.0)])
+def test_expected_exposure_ignores_positive_affine_maps_of_the_scores(a: float, b: float) -> None:
+    """SPEC §4.6 "Score scale": the same ranking at another score scale, same seed."""
+    run, qrels, groups = _many_queries()
+    ctx = EvalInputs(run, qrels, doc_groups=groups)
+    mapped = EvalInputs(run.with_columns(pl.col("score") * a + b), qrels, doc_groups=groups)
+    first, second = exposure(ctx, (10,)), exposure(mapped, (10,))
+    for col in ("EE-L@20", "EE-D@20", "EE-R@20", "EUE@20"):
+        assert np.max(np.abs(first[col].to_numpy() - second[col].to_numpy())) <= 1e-12, col
+    # the all-equal query gets the uniform policy: every document the same expected exposure
+    uniform = exposure(EvalInputs(run.filter(pl.col("query_id") == "q2"), qrels), (10,))
+    assert uniform["EE-D@20"][0] == pytest.approx(first["EE-D@20"][2], abs=1e-12)
+
+
+def test_exposure_temperature_is_read_from_the_inputs() -> None:
+    run, qrels, groups = _many_queries()
+    base = exposure(EvalInputs(run, qrels, doc_groups=groups), (10,))
+    explicit = exposure(EvalInputs(run, qrels, doc_groups=groups, exposure_temperature=1.0), (10,))
+    assert base.equals(explicit)
+    sharp = exposure(EvalInputs(run, qrels, doc_groups=groups, exposure_temperature=0.2), (10,))
+    # a colder policy concentrates exposure on the top documents: larger EE-D (s·s)
+    assert (sharp["EE-D@20"].head(2) > base["EE-D@20"].head(2)).all()
+    with pytest.raises(ValueError, match="exposure_temperature must be a finite number > 0"):
+        EvalInputs(run, qrels, exposure_temperature=0.0)

@@ -49,7 +49,12 @@ def full_inputs() -> EvalInputs:
     )
     groups = pl.DataFrame({"doc_id": docs, "group": ["F", "M", "N", "F", "M", "N"]})
     candidates = ranked({"q1": ["n1", "r1f", "r1m"], "q2": ["n1", "n2", "r2f", "r2m"]})
-    return EvalInputs(ranked(LISTS), qrels, doc_scores, candidates, groups)
+    complexity = pl.DataFrame(
+        {"query_id": ["q1", "q2"], "complexity": [0.2, 0.7], "bin": ["easy", "hard"]}
+    )
+    return EvalInputs(
+        ranked(LISTS), qrels, doc_scores, candidates, groups, query_complexity=complexity
+    )
 
 
 @pytest.mark.parametrize("name", sorted(METRICS))

@@ -1,4 +1,5 @@
-"""Bias-aware curriculum orderings: coverage, direction, σ, exactness of the sampler, scale."""
+"""Bias-aware curriculum ordering: coverage, direction, σ, μ units, exactness of the sampler,
+scale."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import polars as pl
 import pytest
 from scipy.stats import spearmanr
 
-from pipeline.ordering import ORDERINGS, OrderingContext, bucket_probabilities
-from pipeline.ordering._curriculum import assign_buckets, race_order
+from pipeline.ordering import Inputs, bucket_probabilities
+from pipeline.ordering._curriculum import assign_buckets, race_order, rank_values
+from pipeline.ordering.curriculum import CurriculumConfig, curriculum
 
 
 def _synthetic(n: int, seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -38,15 +40,30 @@ def _rho(out: pl.DataFrame) -> float:
     return float(spearmanr(out["position"], out["psi"]).statistic)
 
 
-@pytest.mark.parametrize("name", ["curriculum_low_high", "curriculum_high_low", "curriculum"])
-@pytest.mark.parametrize("n_buckets", [None, 1, 10, 3000])
-def test_curriculum_places_every_triple_exactly_once(name: str, n_buckets: int | None) -> None:
+def _order(
+    triples: pl.DataFrame,
+    scores: pl.DataFrame,
+    direction: str | None = None,
+    train_seed: int = 0,
+    **cfg: object,
+) -> pl.DataFrame:
+    """The curriculum with ``orderings.curriculum`` = ``cfg`` (Ψ column tf_abs; its own
+    ``seed`` if ``cfg`` sets one, else ``train_seed``)."""
+    config = CurriculumConfig(**{"psi": "tf_abs", **cfg})  # type: ignore[arg-type]
+    return curriculum(triples, scores, config, Inputs(seed=train_seed, direction=direction))
+
+
+@pytest.mark.parametrize("direction", ["low_to_high", "high_to_low", None])
+@pytest.mark.parametrize("n_buckets", ["all", 1, 10, 3000])
+def test_curriculum_places_every_triple_exactly_once(
+    direction: str | None, n_buckets: int | str
+) -> None:
     triples, scores = _synthetic(500)
-    out = ORDERINGS[name](triples, scores, OrderingContext(psi="tf_abs", n_buckets=n_buckets))
+    out = _order(triples, scores, direction, n_buckets=n_buckets)
     assert out["position"].to_list() == list(range(500))
     assert sorted(out["pos_doc_id"]) == sorted(triples["pos_doc_id"])
     assert out["neg_doc_id"].str.slice(1).to_list() == out["pos_doc_id"].str.slice(1).to_list()
-    expected_buckets = 500 if n_buckets is None else min(n_buckets, 500)
+    expected_buckets = 500 if n_buckets == "all" else min(int(n_buckets), 500)
     assert out["bucket"].n_unique() == expected_buckets
 
 
@@ -58,17 +75,11 @@ def test_buckets_are_equal_consecutive_psi_ranges() -> None:
     assert assign_buckets(psi, None, np.zeros(7)).tolist() == [5, 1, 3, 2, 4, 0, 6]
 
 
-@pytest.mark.parametrize("n_buckets", [None, 10])
-def test_low_to_high_correlates_positively_and_more_for_smaller_sigma(
-    n_buckets: int | None,
-) -> None:
+@pytest.mark.parametrize("n_buckets", ["all", 10])
+def test_low_to_high_correlates_positively_and_more_for_smaller_sigma(n_buckets: int | str) -> None:
     triples, scores = _synthetic(3000)
     rhos = [
-        _rho(
-            ORDERINGS["curriculum_low_high"](
-                triples, scores, OrderingContext(psi="tf_abs", n_buckets=n_buckets, sigma=s, seed=3)
-            )
-        )
+        _rho(_order(triples, scores, "low_to_high", n_buckets=n_buckets, sigma=s, seed=3))
         for s in (0.5, 1.0, 3.0)
     ]
     assert all(r > 0.05 for r in rhos)
@@ -77,29 +88,46 @@ def test_low_to_high_correlates_positively_and_more_for_smaller_sigma(
 
 def test_high_to_low_correlates_negatively() -> None:
     triples, scores = _synthetic(3000)
-    for n_buckets in (None, 10):
-        ctx = OrderingContext(psi="tf_abs", n_buckets=n_buckets, sigma=0.5, seed=1)
-        assert _rho(ORDERINGS["curriculum_high_low"](triples, scores, ctx)) < -0.8
-        assert _rho(ORDERINGS["curriculum"](triples, scores, ctx)) > 0.8  # default low_to_high
-        high = OrderingContext(
-            psi="tf_abs", n_buckets=n_buckets, sigma=0.5, direction="high_to_low"
-        )
-        assert _rho(ORDERINGS["curriculum"](triples, scores, high)) < -0.8
+    for n_buckets in ("all", 10):
+        assert _rho(_order(triples, scores, "high_to_low", n_buckets=n_buckets, sigma=0.5)) < -0.8
+        assert _rho(_order(triples, scores, None, n_buckets=n_buckets, sigma=0.5)) > 0.8
 
 
 def test_explicit_mu_centres_the_curriculum() -> None:
     triples, scores = _synthetic(3000)
-    ctx = OrderingContext(psi="tf_abs", n_buckets=20, mu=1.5, sigma=0.3, seed=2)
-    out = ORDERINGS["curriculum_low_high"](triples, scores, ctx)
+    out = _order(triples, scores, "low_to_high", n_buckets=20, mu=1.5, sigma=0.3, seed=2)
     first = out.head(300)["psi"].to_numpy()
     assert abs(float(np.median(first)) - 1.5) < 0.3
 
 
-def test_named_direction_rejects_the_other_direction() -> None:
-    triples, scores = _synthetic(10)
-    ctx = OrderingContext(direction="high_to_low")
-    with pytest.raises(ValueError, match=r"'curriculum_low_high' is 'low_to_high' but the method"):
-        ORDERINGS["curriculum_low_high"](triples, scores, ctx)
+def test_own_seed_wins_over_the_inputs_seed() -> None:
+    triples, scores = _synthetic(200)
+    a = _order(triples, scores, train_seed=1, n_buckets=5, seed=9)
+    assert a.equals(_order(triples, scores, train_seed=2, n_buckets=5, seed=9))
+    assert not a.equals(_order(triples, scores, train_seed=1, n_buckets=5, seed=8))
+
+
+def test_rank_values_share_mean_ranks_on_ties() -> None:
+    # sorted: 0, 0, 1, 5 → average ranks 1.5, 1.5, 3, 4 → (r − 1) / 3
+    assert rank_values(np.array([5.0, 0.0, 1.0, 0.0])).tolist() == pytest.approx(
+        [1.0, 0.5 / 3, 2 / 3, 0.5 / 3]
+    )
+    assert rank_values(np.array([2.0])).tolist() == [0.0]
+
+
+def test_rank_units_make_the_directions_mirror_images() -> None:
+    # Ψ skewed (most mass near 0): in value units low→high is much weaker than high→low;
+    # in rank units with distinct Ψ the two directions are exact mirror images in law.
+    rng = np.random.default_rng(0)
+    triples, scores = _synthetic(4000)
+    scores = scores.with_columns(pl.Series("psi_tf", rng.exponential(0.3, 4000) ** 2))
+    value = [_rho(_order(triples, scores, d, sigma=0.5, seed=4)) for d in DIRS]
+    rank = [_rho(_order(triples, scores, d, sigma=0.2, mu_units="rank", seed=4)) for d in DIRS]
+    assert value[0] < -value[1] - 0.2  # asymmetric
+    assert rank[0] == pytest.approx(-rank[1], abs=0.03)
+
+
+DIRS = ("low_to_high", "high_to_low")
 
 
 def test_race_order_matches_the_sequential_sampler_exactly() -> None:
@@ -125,18 +153,15 @@ def test_race_order_is_exact_when_weights_underflow() -> None:
 
 def test_curriculum_is_seeded() -> None:
     triples, scores = _synthetic(200)
-    run = ORDERINGS["curriculum_low_high"]
-    a = run(triples, scores, OrderingContext(psi="tf_abs", n_buckets=5, seed=1))
-    b = run(triples, scores, OrderingContext(psi="tf_abs", n_buckets=5, seed=1))
-    c = run(triples, scores, OrderingContext(psi="tf_abs", n_buckets=5, seed=2))
-    assert a.equals(b)
-    assert not a.equals(c)
+    a = _order(triples, scores, train_seed=1, n_buckets=5)
+    assert a.equals(_order(triples, scores, train_seed=1, n_buckets=5))
+    assert not a.equals(_order(triples, scores, train_seed=2, n_buckets=5))
 
 
 def test_all_buckets_on_a_million_triples_runs() -> None:
     n = 1_000_000
     triples, scores = _synthetic(n)
-    out = ORDERINGS["curriculum_low_high"](triples, scores, OrderingContext(psi="tf_abs"))
+    out = _order(triples, scores, n_buckets="all")
     assert out.height == n
     assert out["bucket"].n_unique() == n
     assert out["position"].is_sorted()
@@ -161,10 +186,3 @@ def test_bucket_probabilities_for_the_sigma_figure() -> None:
 def test_bucket_probabilities_needs_values() -> None:
     with pytest.raises(ValueError, match="at least one Ψ value"):
         bucket_probabilities([])
-
-
-def test_invalid_context_is_rejected() -> None:
-    with pytest.raises(ValueError, match="sigma > 0"):
-        OrderingContext(sigma=0.0)
-    with pytest.raises(ValueError, match="n_buckets >= 1"):
-        OrderingContext(n_buckets=0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipeline.ordering import ORDERINGS, OrderingContext
+from pipeline.ordering import ORDERINGS, Inputs, NoConfig
 
 TRIPLES = pl.DataFrame(
     {
@@ -34,7 +34,7 @@ SCORES = pl.DataFrame(
     ],
 )
 def test_filter_keeps_exactly_the_matching_triples(name: str, psi: str, kept: list[str]) -> None:
-    out = ORDERINGS[name](TRIPLES, SCORES, OrderingContext(psi=psi, seed=0))
+    out = ORDERINGS[name].fn(TRIPLES, SCORES, NoConfig(), Inputs(psi=psi, seed=0))
     assert sorted(out["pos_doc_id"]) == kept
     assert out["position"].to_list() == list(range(len(kept)))
     if name == "neutral_only":
@@ -52,10 +52,10 @@ def test_filters_are_seeded_shuffles() -> None:
         }
     )
     scores = pl.DataFrame({"doc_id": ["p0"], "psi_bool": [1.0], "psi_tf": [0.1], "psi_tc": [1.0]})
-    run = ORDERINGS["neutral_only"]
-    a = run(many, scores, OrderingContext(seed=1))
-    assert a.equals(run(many, scores, OrderingContext(seed=1)))
-    assert not a.equals(run(many, scores, OrderingContext(seed=2)))
+    run = ORDERINGS["neutral_only"].fn
+    a = run(many, scores, NoConfig(), Inputs(seed=1))
+    assert a.equals(run(many, scores, NoConfig(), Inputs(seed=1)))
+    assert not a.equals(run(many, scores, NoConfig(), Inputs(seed=2)))
     assert a.height == 39
 
 
@@ -64,4 +64,4 @@ def test_nothing_left_is_a_clear_error() -> None:
     with pytest.raises(
         ValueError, match=r"'biased_only' keeps none of the 5 triples \(psi='tc_abs'"
     ):
-        ORDERINGS["biased_only"](TRIPLES, scores, OrderingContext(psi="tc_abs"))
+        ORDERINGS["biased_only"].fn(TRIPLES, scores, NoConfig(), Inputs(psi="tc_abs"))

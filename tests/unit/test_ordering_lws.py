@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipeline.ordering import OrderingContext
-from pipeline.ordering.lws import biased_pool, lws
+from pipeline.ordering import Inputs
+from pipeline.ordering.lws import LwsConfig, biased_pool, lws
 
 N = 200
 TRIPLES = pl.DataFrame(
@@ -39,9 +39,13 @@ SCORES = pl.DataFrame(
 )
 
 
-def _ctx(**kw: object) -> OrderingContext:
-    base: dict[str, object] = {"psi": "tf_abs", "candidates": CANDIDATES, "qrels": QRELS}
-    return OrderingContext(**{**base, **kw})  # type: ignore[arg-type]
+TABLES = {"train_candidates": CANDIDATES, "qrels": QRELS}
+
+
+def _lws(triples: pl.DataFrame = TRIPLES, seed: int = 0, **cfg: float) -> pl.DataFrame:
+    """``lws`` with ``orderings.lws`` = ``cfg``, Ψ column tf_abs and both input tables."""
+    inp = Inputs(psi="tf_abs", seed=seed, tables=TABLES)
+    return lws(triples, SCORES, LwsConfig(**cfg), inp)  # type: ignore[arg-type]
 
 
 def test_pool_holds_the_most_biased_non_relevant_candidates() -> None:
@@ -51,7 +55,7 @@ def test_pool_holds_the_most_biased_non_relevant_candidates() -> None:
 
 
 def test_rate_share_of_triples_gets_a_biased_negative() -> None:
-    out = lws(TRIPLES, SCORES, _ctx(rate=0.5, lws_top=2, seed=4))
+    out = _lws(rate=0.5, top=2, seed=4)
     assert out.height == N and out["position"].to_list() == list(range(N))
     replaced = out.filter(pl.col("source") == "lws")
     assert set(replaced["neg_doc_id"]) <= {"b2", "b3"}
@@ -64,7 +68,7 @@ def test_rate_share_of_triples_gets_a_biased_negative() -> None:
 
 
 def test_rate_one_replaces_every_triple_with_a_pool() -> None:
-    out = lws(TRIPLES, SCORES, _ctx(rate=1.0, lws_top=1))
+    out = _lws(rate=1.0, top=1)
     q1 = out.filter(pl.col("query_id") == "q1")
     assert (q1["neg_doc_id"] == "b2").all() and (q1["source"] == "lws").all()
     assert out.filter(pl.col("query_id") == "q2")["neg_doc_id"].str.starts_with("n").all()
@@ -73,26 +77,29 @@ def test_rate_one_replaces_every_triple_with_a_pool() -> None:
 def test_rate_zero_is_the_seeded_shuffle() -> None:
     from pipeline.ordering import ORDERINGS
 
-    out = lws(TRIPLES, SCORES, _ctx(rate=0.0, seed=3))
-    base = ORDERINGS["shuffle"](TRIPLES, SCORES, OrderingContext(psi="tf_abs", seed=3))
+    out = _lws(rate=0.0, seed=3)
+    shuffle = ORDERINGS["shuffle"]
+    base = shuffle.fn(TRIPLES, SCORES, shuffle.config(), Inputs(psi="tf_abs", seed=3))
     assert out.equals(base)
 
 
 def test_source_column_is_added_when_absent() -> None:
-    out = lws(TRIPLES.drop("source"), SCORES, _ctx(rate=1.0))
+    out = _lws(TRIPLES.drop("source"), rate=1.0)
     assert set(out["source"]) == {"lws", "triples"}
 
 
 def test_lws_is_seeded() -> None:
-    a = lws(TRIPLES, SCORES, _ctx(rate=0.6, seed=1))
-    assert a.equals(lws(TRIPLES, SCORES, _ctx(rate=0.6, seed=1)))
-    assert not a.equals(lws(TRIPLES, SCORES, _ctx(rate=0.6, seed=2)))
+    a = _lws(rate=0.6, seed=1)
+    assert a.equals(_lws(rate=0.6, seed=1))
+    assert not a.equals(_lws(rate=0.6, seed=2))
 
 
 def test_missing_inputs_are_clear_errors() -> None:
-    with pytest.raises(ValueError, match=r"'lws' needs ctx.candidates \(columns"):
-        lws(TRIPLES, SCORES, OrderingContext(qrels=QRELS))
-    with pytest.raises(ValueError, match=r"'lws' needs ctx.qrels"):
-        lws(TRIPLES, SCORES, OrderingContext(candidates=CANDIDATES))
-    with pytest.raises(ValueError, match=r"ctx.qrels lacks columns \['relevance'\]"):
-        lws(TRIPLES, SCORES, _ctx(qrels=QRELS.drop("relevance")))
+    cfg = LwsConfig()
+    with pytest.raises(ValueError, match=r"'lws' needs the 'train_candidates' table \(columns"):
+        lws(TRIPLES, SCORES, cfg, Inputs(tables={"qrels": QRELS}))
+    with pytest.raises(ValueError, match=r"'lws' needs the 'qrels' table"):
+        lws(TRIPLES, SCORES, cfg, Inputs(tables={"train_candidates": CANDIDATES}))
+    broken = {"train_candidates": CANDIDATES, "qrels": QRELS.drop("relevance")}
+    with pytest.raises(ValueError, match=r"table 'qrels' lacks columns \['relevance'\]"):
+        lws(TRIPLES, SCORES, cfg, Inputs(tables=broken))

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import math
+import re
 from pathlib import Path
 
 import polars as pl
-import pyarrow as pa
 import pytest
 
 from pipeline import io, schemas
 from pipeline.report.build import (
-    build_curriculum_figure,
     build_report,
     load_per_query,
     tradeoff_frame,
@@ -75,14 +73,18 @@ def test_build_report_writes_tables_and_figures(eval_dir: Path, tmp_path: Path) 
         train_dir=tmp_path / "plots" / "train",
     )  # fmt: skip
     names = sorted(p.name for p in written)
-    tables = ["summary.md", "summary.csv", "comparison.csv", "tradeoff.csv"]
+    tables = ["summary.md", "summary.csv", "comparison.csv", "comparison_ranx.json"]
+    tables += ["tradeoff.csv"]
     assert names == sorted([*tables, "tradeoff_nfairr.png", "tradeoff_arab.png", "training.png"])
     assert all(p.stat().st_size > 0 for p in written)
     md = (tmp_path / "metrics" / "summary.md").read_text()
     assert "tokenizer: `reference`, dataset: `fake`" in md
     assert "Bonferroni-adjusted for 3 compared method(s)" in md
-    assert "| better | +20.00%† |" in md  # (0.6 − 0.5) / 0.5, significant
-    assert "| same | +0.00% |" in md  # identical: not marked
+    # (0.6 − 0.5) / 0.5, significant; CI of the differences 0.1 ± 0.01 in % of 0.5: ⊂ [18, 22]
+    better = re.search(r"\| better \| \+20\.00%† \[\+(\d+\.\d), \+(\d+\.\d)\] \|", md)
+    assert better is not None
+    assert 18.0 <= float(better[1]) < 20.0 < float(better[2]) <= 22.0
+    assert "| same | +0.00% [+0.0, +0.0] |" in md  # identical: not marked, zero-width CI
     assert "| seeded | 0.6000 ± 0.1414† | 0.5000 ± 0.0000 |" in md  # shift +0.1 per query
     assert "| baseline |" in md.split("### Change")[0] and "| bm25 |" in md.split("### Change")[0]
     change_rows = md.split("### Change")[1].split("##")[0]
@@ -92,6 +94,11 @@ def test_build_report_writes_tables_and_figures(eval_dir: Path, tmp_path: Path) 
         0, named=True
     )
     assert row["n_queries"] == 7 and row["p"] == 1.0 and row["significant"] is False
+    assert row["ci_low"] == row["ci_high"] == 0.0  # identical NFaiRR values: zero-width CI
+    ranx = json.loads((tmp_path / "metrics" / "comparison_ranx.json").read_text())
+    assert ranx["model_names"] == methods and ranx["stat_test"] == "student"
+    assert ranx["metrics"] == ["MRR@10", "ARaB-tf-abs@10", "NFaiRR@10"]
+    assert ranx["better"]["win_tie_loss"]["baseline"]["MRR@10"] == {"W": 8, "T": 0, "L": 0}
     summary = pl.read_csv(tmp_path / "metrics" / "summary.csv")
     assert summary["method"].to_list() == methods and "n_queries" in summary.columns
     points = pl.read_csv(tmp_path / "plots" / "report" / "tradeoff.csv")
@@ -133,32 +140,3 @@ def test_dvc_template_draws_labelled_points() -> None:
     labels = [layer for layer in spec["layer"] if layer["mark"]["type"] == "text"]
     assert labels and all(layer["encoding"]["text"]["field"] == "method" for layer in labels)
     assert spec["data"]["values"][0]["method"] == "baseline"
-
-
-def _curriculum_inputs(
-    tmp_path: Path, triples: pl.DataFrame, doc_scores: pl.DataFrame
-) -> tuple[Path, Path]:
-    """Write the triples and a full doc_scores table (unset columns 0 / "x")."""
-    full = doc_scores.with_columns(
-        pl.lit(0, pl.Int64).alias(c) if t == pa.int64() else
-        pl.lit("x").alias(c) if t == pa.string() else pl.lit(0.0).alias(c)
-        for c, t in schemas.DOC_SCORES.required.items()
-        if c not in doc_scores.columns
-    )  # fmt: skip
-    io.write_table(triples, tmp_path / "triples.parquet", schemas.TRIPLES)
-    io.write_table(full, tmp_path / "doc_scores.parquet", schemas.DOC_SCORES)
-    return tmp_path / "triples.parquet", tmp_path / "doc_scores.parquet"
-
-
-def test_curriculum_figure_from_triples_and_doc_scores(tmp_path: Path) -> None:
-    triples = pl.DataFrame(
-        {"query_id": ["q"] * 6, "pos_doc_id": [f"d{i}" for i in range(6)], "neg_doc_id": ["n"] * 6}
-    )
-    tf = [0.0, 0.0, 0.7, 0.7, 1.4, 1.4]  # |psi_tf| of the positives: 3 buckets of 2
-    doc_scores = pl.DataFrame({"doc_id": [f"d{i}" for i in range(6)], "psi_tf": tf})
-    paths = _curriculum_inputs(tmp_path, triples, doc_scores)
-    written = build_curriculum_figure(*paths, tmp_path / "fig", n_buckets=3, sigmas=[1.0])
-    frame = pl.read_csv(written[0])
-    w = [1.0, math.exp(-(0.7**2) / 2), math.exp(-(1.4**2) / 2)]  # μ = min Ψ = 0, σ = 1
-    assert frame["probability"].to_list() == pytest.approx([v / sum(w) for v in w], abs=1e-6)
-    assert written[1].read_bytes()[:4] == b"\x89PNG"

@@ -1,4 +1,5 @@
-"""Sweeps from `dvc exp show --json` (a fake document shaped like DVC 3's output)."""
+"""Sweeps from `dvc exp show --json` (a fake document shaped like DVC 3's output): the
+library (pipeline/report/sweeps.py) and its command (stages/sweeps.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from pipeline.report.sweeps import experiments, flat_frame, main, slug, sweep_frame
+from pipeline.report.sweeps import experiments, flat_frame, parse_where, slug, sweep_frame
+from stages.sweeps import main
 
 
 def _state(
@@ -17,7 +19,7 @@ def _state(
 ) -> dict[str, Any]:
     """One commit or experiment as `dvc exp show --json` prints it."""
     params = {
-        "curriculum": {"sigma": sigma, "n_buckets": buckets},
+        "orderings": {"curriculum": {"sigma": sigma, "n_buckets": buckets}},
         "methods": {
             "baseline": {"ordering": "shuffle", "loss": "margin", "psi": "bool_abs"},
             "penalty_irrelevant": {
@@ -102,15 +104,30 @@ def test_lambda_sweep_is_per_method_and_averages_repeats() -> None:
 def test_shared_param_sweep_with_filter_and_non_numeric_values() -> None:
     exps = experiments(fake_doc())
     sigma = sweep_frame(
-        exps, "curriculum.sigma", ["MRR@10"], where={"methods.penalty_irrelevant.lambda": 1.0}
+        exps,
+        "orderings.curriculum.sigma",
+        ["MRR@10"],
+        where={"methods.penalty_irrelevant.lambda": 1.0},
     )
     assert sigma.filter(pl.col("method") == "penalty_irrelevant").rows() == [
         ("penalty_irrelevant", "1", 1.0, pytest.approx(0.455), 2),
         ("penalty_irrelevant", "3", 3.0, 0.47, 1),
     ]
-    buckets = sweep_frame(exps, "curriculum.n_buckets", ["MRR@10"], methods=["penalty_irrelevant"])
+    buckets = sweep_frame(
+        exps, "orderings.curriculum.n_buckets", ["MRR@10"], methods=["penalty_irrelevant"]
+    )
     assert buckets["x"].to_list() == ["10", "all"] and buckets["x_num"].to_list() == [10.0, None]
-    assert slug("methods.*.lambda") == "lambda" and slug("curriculum.n_buckets") == "n_buckets"
+    assert slug("methods.*.lambda") == "lambda" and slug("train.lr") == "train_lr"
+    assert slug("orderings.curriculum.n_buckets") == "n_buckets"
+
+
+def test_where_reads_yaml_values_and_names_a_bad_item() -> None:
+    assert parse_where(["orderings.curriculum.n_buckets=all", "train.lr=0.001"]) == {
+        "orderings.curriculum.n_buckets": "all",
+        "train.lr": 0.001,
+    }
+    with pytest.raises(ValueError, match=r"--where 'sigma': expected key=value"):
+        parse_where(["sigma"])
 
 
 def test_cli_writes_one_csv_and_png_per_swept_param(tmp_path: Path) -> None:

@@ -1,20 +1,21 @@
-"""Reranking: ordering, tie-breaking by candidate rank, length-sorted batching, errors."""
+"""Reranking: ordering, tie-breaking by candidate rank, batching, folds, errors."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import polars as pl
 import pytest
 import torch
 from torch import Tensor
-from transformers import PreTrainedTokenizerBase
 
-from pipeline.rerank import rank_run, rerank
-from pipeline.train.model import CrossEncoder, load_model
+from pipeline.models.base import Ranker
+from pipeline.rerank import rank_run, rerank, rerank_folds
+from tests.unit.tiny_rankers import ARCHS, CANDIDATES, tiny_ranker
 
 QUERIES = {"q1": "career women", "q2": "hair care"}
-# first passage word → stub score; passages of different lengths so batching reorders them
+# first passage word → stub score
 WORD_SCORE = {"apple": 0.5, "banana": 0.9, "cherry": 0.5, "grape": 0.5, "lemon": -1.0, "mango": 2.0}
 DOCS = {
     "a": "apple",
@@ -26,34 +27,30 @@ DOCS = {
 }
 
 
-class TableModel(CrossEncoder):
-    """Scores a pair by the first passage token (token type 1) through a fixed table."""
+class TableRanker(Ranker):
+    """Scores a pair by its passage's first word through a fixed table (plus ``offset``)."""
 
-    def __init__(self, base: CrossEncoder, table: dict[int, float]) -> None:
-        super().__init__(base.encoder)
-        self.table = table
-        self.widths: list[int] = []
+    arch = "table"
 
-    def forward(
-        self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None
-    ) -> Tensor:
-        assert token_type_ids is not None
-        self.widths.append(int(input_ids.shape[1]))
-        first = token_type_ids.argmax(dim=1)
-        tokens = input_ids.gather(1, first[:, None])[:, 0].tolist()
-        return torch.tensor([self.table[t] for t in tokens], dtype=torch.float32)
+    def __init__(self, table: dict[str, float], offset: float = 0.0) -> None:
+        base = tiny_ranker("bi_encoder")
+        super().__init__(base.encoder, base.tokenizer, base.cfg)
+        self.table, self.offset = table, offset
+        self.batches: list[int] = []
 
-
-@pytest.fixture(scope="module")
-def tiny() -> tuple[PreTrainedTokenizerBase, CrossEncoder]:
-    return load_model("tiny-random-bert", None, seed=0)
+    def forward(self, qids: Sequence[str], dids: Sequence[str]) -> tuple[Tensor, Tensor]:
+        self.batches.append(len(qids))
+        words = [self.doc_text(d).split()[0] for d in dids]
+        for q in qids:
+            self.query_text(q)
+        scores = torch.tensor([self.table[w] + self.offset for w in words])
+        return scores, torch.zeros(len(qids), 1)
 
 
-def _stub(tiny: tuple[PreTrainedTokenizerBase, CrossEncoder], **override: float) -> TableModel:
-    tok, model = tiny
-    scores = {**WORD_SCORE, **override}
-    table = {tok(w, add_special_tokens=False)["input_ids"][0]: s for w, s in scores.items()}
-    return TableModel(model, table)
+def _stub(offset: float = 0.0, **override: float) -> TableRanker:
+    ranker = TableRanker({**WORD_SCORE, **override}, offset)
+    ranker.bind(QUERIES, DOCS)
+    return ranker
 
 
 def _candidates() -> pl.DataFrame:
@@ -68,21 +65,8 @@ def _candidates() -> pl.DataFrame:
     )
 
 
-def test_rerank_orders_by_score_with_ties_in_candidate_order(
-    tiny: tuple[PreTrainedTokenizerBase, CrossEncoder],
-) -> None:
-    model = _stub(tiny)
-    run = rerank(
-        model,
-        tiny[0],
-        _candidates(),
-        QUERIES,
-        DOCS,
-        batch_size=2,
-        max_len=32,
-        q_len=8,
-        device="cpu",
-    )
+def test_rerank_orders_by_score_with_ties_in_candidate_order() -> None:
+    run = rerank(_stub(), _candidates(), batch_size=2)
     assert run.schema == pl.Schema(
         {"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64, "rank": pl.Int64}
     )
@@ -96,69 +80,90 @@ def test_rerank_orders_by_score_with_ties_in_candidate_order(
     assert run["query_id"].to_list()[:1] == ["q1"]  # queries keep their first-appearance order
 
 
-def test_batches_are_length_sorted(tiny: tuple[PreTrainedTokenizerBase, CrossEncoder]) -> None:
-    model = _stub(tiny)
-    rerank(
-        model,
-        tiny[0],
-        _candidates(),
-        QUERIES,
-        DOCS,
-        batch_size=2,
-        max_len=64,
-        q_len=8,
-        device="cpu",
-    )
-    assert model.widths == sorted(model.widths) and len(model.widths) == 4
+def test_default_scoring_runs_in_batches() -> None:
+    ranker = _stub()
+    rerank(ranker, _candidates(), batch_size=3)
+    assert ranker.batches == [3, 3, 1]
+    assert not ranker.training  # scored in eval mode
 
 
-def test_non_finite_score_names_query_and_doc(
-    tiny: tuple[PreTrainedTokenizerBase, CrossEncoder],
-) -> None:
-    model = _stub(tiny, cherry=math.nan)
+def test_non_finite_score_names_query_and_doc() -> None:
     with pytest.raises(ValueError, match=r"query 'q1', doc 'c' is not finite"):
-        rerank(
-            model,
-            tiny[0],
-            _candidates(),
-            QUERIES,
-            DOCS,
-            batch_size=4,
-            max_len=32,
-            q_len=8,
-            device="cpu",
-        )
+        rerank(_stub(cherry=math.nan), _candidates(), batch_size=4)
 
 
-def test_unknown_doc_is_named(tiny: tuple[PreTrainedTokenizerBase, CrossEncoder]) -> None:
-    cands = _candidates().with_columns(pl.lit("zzz").alias("doc_id"))
-    with pytest.raises(ValueError, match=r"document id 'zzz' not found"):
-        rerank(
-            tiny[1], tiny[0], cands, QUERIES, DOCS, batch_size=4, max_len=32, q_len=8, device="cpu"
-        )
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(
+    ("column", "message"),
+    [
+        ("doc_id", r"doc_id 'zzz' has no text in data/corpus\.parquet"),
+        ("query_id", r"query_id 'zzz' has no text in data/queries\.parquet"),
+    ],
+)
+def test_unknown_ids_are_named(arch: str, column: str, message: str) -> None:
+    cands = CANDIDATES.with_columns(
+        pl.when(pl.int_range(pl.len()) == 2).then(pl.lit("zzz")).otherwise(column).alias(column)
+    )
+    with pytest.raises(ValueError, match=message):
+        rerank(tiny_ranker(arch), cands, batch_size=4)
 
 
-def test_missing_columns_are_named(tiny: tuple[PreTrainedTokenizerBase, CrossEncoder]) -> None:
+def test_missing_columns_and_bad_batch_size_are_named() -> None:
     with pytest.raises(ValueError, match=r"candidates lack columns \['rank'\]"):
-        rerank(tiny[1], tiny[0], _candidates().drop("rank"), QUERIES, DOCS, device="cpu")
+        rerank(_stub(), _candidates().drop("rank"))
+    with pytest.raises(ValueError, match=r"batch_size must be >= 1; got 0"):
+        rerank(_stub(), _candidates(), batch_size=0)
 
 
-def test_real_model_scores_match_unbatched(
-    tiny: tuple[PreTrainedTokenizerBase, CrossEncoder],
-) -> None:
-    tok, model = tiny
-    cands = _candidates()
-    model.train()
-    batched = rerank(
-        model, tok, cands, QUERIES, DOCS, batch_size=3, max_len=32, q_len=8, device="cpu"
-    )
-    single = rerank(
-        model, tok, cands, QUERIES, DOCS, batch_size=1, max_len=32, q_len=8, device="cpu"
-    )
+@pytest.mark.parametrize("arch", ARCHS)
+def test_real_model_scores_do_not_depend_on_the_batch_size(arch: str) -> None:
+    ranker = tiny_ranker(arch).train()  # rerank scores in eval mode whatever the caller's mode
+    batched = rerank(ranker, CANDIDATES, batch_size=3)
+    single = rerank(ranker.train(), CANDIDATES, batch_size=1)
     joined = batched.join(single, on=["query_id", "doc_id"], suffix="_1")
-    assert joined.height == cands.height
+    assert joined.height == CANDIDATES.height
     assert joined["score"].to_list() == pytest.approx(joined["score_1"].to_list(), abs=1e-5)
-    assert model.training  # the caller's mode is restored
+
+
+@pytest.mark.parametrize("arch", ["bi_encoder", "late_interaction"])
+def test_single_encoders_batch_texts_by_length(arch: str) -> None:
+    """Queries, then documents, in batches of increasing length (less padding)."""
+    ranker = tiny_ranker(arch)
+    widths: list[tuple[str, int]] = []
+    real = ranker.encode
+
+    def spy(
+        keys: Sequence[tuple[str, ...]], toks: Sequence[tuple[list[int], list[int]]]
+    ) -> tuple[Tensor, Tensor]:
+        widths.append((keys[0][0], max(len(t[0]) for t in toks)))
+        return real(keys, toks)
+
+    ranker.encode = spy  # type: ignore[method-assign]
+    rerank(ranker, CANDIDATES, batch_size=2)
+    kinds = [k for k, _ in widths]
+    assert kinds == sorted(kinds, key="qd".index)
+    for kind in "qd":
+        sizes = [w for k, w in widths if k == kind]
+        assert sizes == sorted(sizes)
+
+
+def test_rerank_folds_uses_each_folds_model() -> None:
+    cands = _candidates().with_columns(
+        fold=pl.when(pl.col("query_id") == "q1").then(pl.lit(1)).otherwise(pl.lit(0))
+    )
+    loaded: list[int] = []
+
+    def load(fold: int) -> Ranker:
+        loaded.append(fold)
+        return TableRanker(WORD_SCORE, offset=100.0 * fold)
+
+    run = rerank_folds(load, cands, (QUERIES, DOCS), batch_size=4)
+    assert loaded == [0, 1]
+    assert run.columns == ["query_id", "doc_id", "score", "rank"]
+    by_pair = {(q, d): s for q, d, s in run.select("query_id", "doc_id", "score").iter_rows()}
+    assert by_pair[("q2", "f")] == pytest.approx(2.0)  # fold 0: offset 0
+    assert by_pair[("q1", "b")] == pytest.approx(100.9)  # fold 1: offset 100
+    assert run.height == cands.height
 
 
 def test_rank_run_restarts_rank_per_query() -> None:

@@ -18,9 +18,8 @@ import pytest
 import torch
 
 from pipeline.train import checkpoint, loop
-from pipeline.train.loop import TrainConfig, train_model
-from pipeline.train.model import load_model
-from tests.unit.test_train_loop import DOC_SCORES, DOCS, QUERIES, TRIPLES
+from pipeline.train.loop import TrainConfig, attach_adversary
+from tests.unit.test_train_loop import ranker, train
 
 ROOT = Path(__file__).resolve().parents[2]
 # 2 epochs over 20 triples (5 steps each), capped at 9 steps: the run crosses an epoch, the
@@ -31,13 +30,13 @@ CFG = TrainConfig(
     warmup_steps=2,
     epochs=2,
     max_steps=9,
-    max_len=32,
-    q_len=8,
     seed=3,
     log_every=3,
     device="cpu",
 )
-LOSS = ("penalty_both", {"lambda": 0.5}, "bool_abs")
+# the default family's recipe: a bi-encoder training its top layer on cached bottom states,
+# with an AdvBERT adversary (its head is part of the checkpoint)
+BI = {"arch": "bi_encoder", "train_layers": 1}
 
 
 @pytest.fixture(autouse=True)
@@ -49,12 +48,25 @@ def _one_thread() -> Iterator[None]:
     torch.set_num_threads(before)
 
 
-def _train(cfg: TrainConfig = CFG, **kw: Any) -> tuple[dict[str, torch.Tensor], pl.DataFrame]:
-    tok, model = load_model("tiny-random-bert", None, seed=0)
-    curve = train_model(
-        model, tok, TRIPLES, QUERIES, DOCS, DOC_SCORES, *LOSS[:2], LOSS[2], cfg, **kw
-    )
-    return model.state_dict(), curve
+def _train(
+    cfg: TrainConfig = CFG,
+    model: dict[str, Any] | None = None,
+    own_cache: bool = False,
+    **kw: Any,
+) -> tuple[dict[str, torch.Tensor], pl.DataFrame]:
+    """Train the tiny ranker (``model``: its config overrides; an ``adversary`` weight adds
+    the AdvBERT head) with ``penalty_both``; the final state and the curve. ``own_cache``
+    binds copies of the text tables, so no cached bottom states of earlier runs are reused.
+    """
+    spec = dict(model or {})
+    adversary = spec.pop("adversary", None)
+    net = ranker(**spec)
+    if own_cache:
+        net.bind(dict(net.queries), dict(net.docs))
+    if adversary is not None:
+        attach_adversary(net, adversary, seed=0)
+    curve = train(net, cfg=cfg, **kw)
+    return net.state_dict(), curve
 
 
 def _assert_same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
@@ -63,19 +75,26 @@ def _assert_same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None
     assert not differ, f"{len(differ)} tensors differ, first {differ[:3]}"
 
 
-@pytest.fixture(scope="module")
-def reference() -> tuple[dict[str, torch.Tensor], pl.DataFrame]:
-    """The uninterrupted run, without any checkpointing."""
-    torch.set_num_threads(1)
-    return _train()
+SPECS = {"cross": {}, "bi+adv": {**BI, "adversary": 0.5}}
+_REFERENCES: dict[str, tuple[dict[str, torch.Tensor], pl.DataFrame]] = {}
 
 
+def reference(spec: str) -> tuple[dict[str, torch.Tensor], pl.DataFrame]:
+    """The uninterrupted run of ``SPECS[spec]``, without any checkpointing (computed once)."""
+    if spec not in _REFERENCES:
+        torch.set_num_threads(1)
+        _REFERENCES[spec] = _train(model=SPECS[spec])
+    return _REFERENCES[spec]
+
+
+@pytest.mark.parametrize("spec", sorted(SPECS))
 def test_resume_after_crash_is_bit_identical(
-    reference: tuple[dict[str, torch.Tensor], pl.DataFrame],
+    spec: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    expected = reference(spec)
     real_update, calls = loop._update, [0]
 
     def crash_in_step_5(*args: Any) -> None:
@@ -87,14 +106,15 @@ def test_resume_after_crash_is_bit_identical(
     with monkeypatch.context() as m:
         m.setattr(loop, "_update", crash_in_step_5)
         with pytest.raises(RuntimeError, match="simulated crash"):
-            _train(checkpoint_dir=tmp_path, checkpoint_every=2)
+            _train(model=SPECS[spec], checkpoint_dir=tmp_path, checkpoint_every=2)
     saved = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
     assert saved["step"] == 4 and saved["window"] and saved["rows"][0]["step"] == 3
+    assert any(k.startswith("adversary.") for k in saved["model"]) == ("adv" in spec)
     with caplog.at_level(logging.INFO, logger="pipeline.train.checkpoint"):
-        state, curve = _train(checkpoint_dir=tmp_path, checkpoint_every=2)
+        state, curve = _train(model=SPECS[spec], checkpoint_dir=tmp_path, checkpoint_every=2)
     assert "at step 4" in caplog.text
-    _assert_same(state, reference[0])
-    assert curve.equals(reference[1]), (curve, reference[1])
+    _assert_same(state, expected[0])
+    assert curve.equals(expected[1]), (curve, expected[1])
     assert curve["step"].to_list() == [3, 6, 9]
 
 
@@ -132,7 +152,7 @@ CHILD = """
 import os, signal, sys
 import torch
 torch.set_num_threads(1)
-from tests.unit.test_train_checkpoint import _train
+from tests.unit.test_train_checkpoint import SPECS, _train
 
 real_save, calls = torch.save, [0]
 
@@ -145,17 +165,19 @@ def save_then_die(obj, f, *args, **kwargs):
     return real_save(obj, f, *args, **kwargs)
 
 torch.save = save_then_die
-_train(checkpoint_dir=sys.argv[1], checkpoint_every=2)
+_train(model=SPECS[sys.argv[2]], checkpoint_dir=sys.argv[1], checkpoint_every=2)
 """
 
 
 @pytest.mark.slow
-def test_sigkill_mid_checkpoint_then_resume(
-    reference: tuple[dict[str, torch.Tensor], pl.DataFrame], tmp_path: Path
-) -> None:
+@pytest.mark.parametrize("spec", sorted(SPECS))
+def test_sigkill_mid_checkpoint_then_resume(spec: str, tmp_path: Path) -> None:
+    """The killed run is another process; the resumed run here starts with an empty cache of
+    bottom states (bi-encoder), so its cached states come from other batches than the
+    reference's: they must not depend on the batch they were computed in."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(CHILD), str(tmp_path)],
+        [sys.executable, "-c", textwrap.dedent(CHILD), str(tmp_path), spec],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -166,9 +188,12 @@ def test_sigkill_mid_checkpoint_then_resume(
     leftovers = sorted(p.name for p in tmp_path.iterdir())
     assert leftovers[1:] == ["checkpoint.pt"] and leftovers[0].startswith(".checkpoint.pt.")
     assert torch.load(tmp_path / "checkpoint.pt", weights_only=True)["step"] == 2
-    state, curve = _train(checkpoint_dir=tmp_path, checkpoint_every=2)
-    _assert_same(state, reference[0])
-    assert curve.equals(reference[1])
+    state, curve = _train(
+        model=SPECS[spec], own_cache=True, checkpoint_dir=tmp_path, checkpoint_every=2
+    )
+    expected = reference(spec)
+    _assert_same(state, expected[0])
+    assert curve.equals(expected[1])
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     checkpoint.clear_checkpoint(tmp_path)
     assert not tmp_path.exists()  # the emptied checkpoint folder goes too

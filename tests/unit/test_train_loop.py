@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import polars as pl
 import pytest
 import torch
 
-from pipeline.train.loop import TrainConfig, doc_bias, train_model
-from pipeline.train.model import load_model
+from pipeline.models.base import Ranker
+from pipeline.train.groups import doc_bias, prepare_groups
+from pipeline.train.loop import TrainConfig, train_model
+from tests.unit.tiny_rankers import tiny_ranker
 
 GENDERED = ["she", "he", "her", "his", "woman", "man", "nurse", "doctor"]
 QUERIES = {f"q{i}": f"question {i} about {GENDERED[i]} careers" for i in range(4)}
@@ -33,31 +36,47 @@ DOC_SCORES = pl.DataFrame(
         "neutrality": [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 1.0, 0.0],
     }
 )
-CFG = TrainConfig(
-    batch_size=4, lr=1e-3, warmup_steps=1, max_len=32, q_len=8, seed=0, log_every=2, device="cpu"
-)
+CFG = TrainConfig(batch_size=4, lr=1e-3, warmup_steps=1, seed=0, log_every=2, device="cpu")
+
+
+def ranker(arch: str = "cross_encoder", **overrides: Any) -> Ranker:
+    """The tiny ranker of ``arch`` (seed 0) bound to this module's texts."""
+    model = tiny_ranker(arch, **overrides)
+    model.bind(QUERIES, DOCS)
+    return model
+
+
+def train(
+    model: Ranker,
+    triples: pl.DataFrame = TRIPLES,
+    loss: str = "penalty_both",
+    cfg: TrainConfig = CFG,
+    doc_scores: pl.DataFrame = DOC_SCORES,
+    **kw: Any,
+) -> pl.DataFrame:
+    """Train ``model`` on ``triples`` (one group per triple at group_size 2); the curve."""
+    groups = prepare_groups(triples, cfg.group_size, doc_bias(doc_scores, "bool_abs"))
+    return train_model(model, groups, loss, {"lambda": 0.5}, cfg, **kw)
 
 
 def _train(
-    seed: int = 0, loss: str = "penalty_both", **cfg: object
+    seed: int = 0, arch: str = "cross_encoder", **cfg: object
 ) -> tuple[dict[str, torch.Tensor], pl.DataFrame]:
-    tok, model = load_model("tiny-random-bert", None, seed=0)
-    config = TrainConfig(**{**CFG.__dict__, "seed": seed, **cfg})
-    curve = train_model(
-        model, tok, TRIPLES, QUERIES, DOCS, DOC_SCORES, loss, {"lambda": 0.5}, "bool_abs", config
-    )
+    model = ranker(arch)
+    curve = train(model, cfg=TrainConfig(**{**CFG.__dict__, "seed": seed, **cfg}))
     return model.state_dict(), curve
 
 
-def test_same_seed_gives_identical_weights_and_other_seed_differs() -> None:
-    first, curve1 = _train(seed=0)
-    second, curve2 = _train(seed=0)
-    other, _ = _train(seed=1)
+@pytest.mark.parametrize("arch", ["cross_encoder", "bi_encoder"])
+def test_same_seed_gives_identical_weights_and_other_seed_differs(arch: str) -> None:
+    first, curve1 = _train(seed=0, arch=arch)
+    second, curve2 = _train(seed=0, arch=arch)
+    other, _ = _train(seed=1, arch=arch)  # other dropout masks
     assert all(torch.equal(first[k], second[k]) for k in first)
     assert curve1.equals(curve2)
     assert any(not torch.equal(first[k], other[k]) for k in first)
-    untrained = load_model("tiny-random-bert", None, seed=0)[1].state_dict()
-    assert not torch.equal(first["head.weight"], untrained["head.weight"])
+    untrained = ranker(arch).state_dict()
+    assert any(not torch.equal(first[k], untrained[k]) for k in first)
 
 
 def test_curve_has_one_row_per_logged_step() -> None:
@@ -78,10 +97,22 @@ def test_max_steps_and_epochs() -> None:
     assert TrainConfig(warmup_ratio=0.1).warmup(50) == 5
 
 
+def test_batch_size_counts_groups() -> None:
+    """40 triples, two per (query, positive): group_size 3 makes 20 groups of a positive and
+    two negatives; 20 groups / batch 4 = 5 steps."""
+    doubled = pl.concat([TRIPLES, TRIPLES.with_columns(neg_doc_id=pl.lit("d9"))])
+    model = ranker()
+    cfg = TrainConfig(**{**CFG.__dict__, "group_size": 3, "log_every": 1})
+    groups = prepare_groups(doubled, 3, doc_bias(DOC_SCORES, "bool_abs"))
+    assert len(groups) == 20 and {len(d) for d in groups.docs} == {3}
+    curve = train_model(model, groups, "margin", {}, cfg)
+    assert curve["step"].to_list() == [1, 2, 3, 4, 5]
+
+
 def test_doc_bias_uses_absolute_psi_column() -> None:
-    psi, zeta = doc_bias(DOC_SCORES, "tc_abs")
-    assert psi["d7"] == 2.0 and psi["d6"] == 2.0 and zeta["d6"] == 0.5
-    assert doc_bias(DOC_SCORES, "tf_abs")[0]["d1"] == pytest.approx(0.7)
+    bias = doc_bias(DOC_SCORES, "tc_abs")
+    assert bias["psi"]["d7"] == 2.0 and bias["psi"]["d6"] == 2.0 and bias["zeta"]["d6"] == 0.5
+    assert doc_bias(DOC_SCORES, "tf_abs")["psi"]["d1"] == pytest.approx(0.7)
     with pytest.raises(
         ValueError, match=r"unknown psi 'abs'; known: \['bool_abs', 'tc_abs', 'tf_abs'\]"
     ):
@@ -102,35 +133,42 @@ def test_missing_bias_value_is_named() -> None:
 @pytest.mark.parametrize(
     ("column", "bad", "message"),
     [
-        ("query_id", "q404", r"query id 'q404' not found"),
-        ("neg_doc_id", "d404", r"document id 'd404' not found"),
+        ("query_id", "q404", r"query_id 'q404' has no text in data/queries\.parquet"),
+        ("neg_doc_id", "d404", r"doc_id 'd404' has no text in data/corpus\.parquet"),
     ],
 )
-def test_unknown_ids_in_triples_are_named(column: str, bad: str, message: str) -> None:
-    tok, model = load_model("tiny-random-bert", None, seed=0)
+@pytest.mark.parametrize("arch", ["cross_encoder", "bi_encoder", "late_interaction"])
+def test_unknown_ids_in_triples_are_named(arch: str, column: str, bad: str, message: str) -> None:
     triples = TRIPLES.with_columns(
         pl.when(pl.int_range(pl.len()) == 3)
         .then(pl.lit(bad))
         .otherwise(pl.col(column))
         .alias(column)
     )
+    scores = pl.concat([DOC_SCORES, DOC_SCORES.head(1).with_columns(doc_id=pl.lit("d404"))])
     with pytest.raises(ValueError, match=message):
-        train_model(model, tok, triples, QUERIES, DOCS, DOC_SCORES, "margin", {}, "bool_abs", CFG)
+        train(ranker(arch), triples, "margin", doc_scores=scores)
 
 
 def test_doc_without_scores_is_named() -> None:
-    tok, model = load_model("tiny-random-bert", None, seed=0)
     scores = DOC_SCORES.filter(pl.col("doc_id") != "d4")
     with pytest.raises(ValueError, match=r"doc_id 'd4' of the triples has no row in doc_scores"):
-        train_model(model, tok, TRIPLES, QUERIES, DOCS, scores, "margin", {}, "bool_abs", CFG)
+        train(ranker(), doc_scores=scores)
 
 
 def test_unknown_loss_fails_before_training() -> None:
-    tok, model = load_model("tiny-random-bert", None, seed=0)
+    model = ranker()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
     with pytest.raises(ValueError, match=r"unknown loss 'hinge'"):
-        train_model(model, tok, TRIPLES, QUERIES, DOCS, DOC_SCORES, "hinge", {}, "bool_abs", CFG)
+        train(model, loss="hinge")
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_no_groups_is_an_error() -> None:
+    with pytest.raises(ValueError, match=r"no training triples"):
+        train(ranker(), TRIPLES.head(0))
 
 
 def test_invalid_config_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"need batch_size >= 1, lr > 0"):
-        TrainConfig(batch_size=0, lr=0.0)
+    with pytest.raises(ValueError, match=r"need batch_size >= 1, group_size >= 2, lr > 0"):
+        TrainConfig(batch_size=0, group_size=1, lr=0.0)

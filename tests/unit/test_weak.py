@@ -6,9 +6,8 @@ import polars as pl
 import pytest
 import torch
 
-from pipeline.train.batching import PairEncoder, collate
+from pipeline.train.groups import pair_batch, prepare_groups
 from pipeline.train.losses import get_loss
-from pipeline.train.model import load_model
 from pipeline.train.weak import (
     STRATEGIES,
     WeakInputs,
@@ -16,11 +15,11 @@ from pipeline.train.weak import (
     fewer_steps,
     less_data,
     repeat_noun_phrases,
-    score_triples,
+    weak_pair_scores,
     weak_setup,
-    weak_tensors,
     weaker_model,
 )
+from tests.unit.tiny_rankers import ARCHS, tiny_ranker
 
 TRIPLES = pl.DataFrame(
     {
@@ -47,7 +46,10 @@ def test_less_data_keeps_a_seeded_fifth_in_order() -> None:
 
 def test_weaker_model_and_fewer_steps() -> None:
     weak = weaker_model(WeakInputs(TRIPLES, QUERIES, total_steps=50, seed=0))
-    assert weak.n_layers == 2 and weak.triples.equals(TRIPLES) and weak.max_steps is None
+    assert weak.n_layers == 1 and weak.triples.equals(TRIPLES) and weak.max_steps is None
+    assert weaker_model(WeakInputs(TRIPLES, QUERIES, 50, 0, n_layers=3)).n_layers == 3
+    with pytest.raises(ValueError, match=r"weaker_model needs n_layers >= 1; got 0"):
+        weaker_model(WeakInputs(TRIPLES, QUERIES, 50, 0, n_layers=0))
     few = fewer_steps(WeakInputs(TRIPLES, QUERIES, total_steps=50, seed=0))
     assert few.max_steps == 10 and few.triples.equals(TRIPLES) and few.n_layers is None
     assert fewer_steps(WeakInputs(TRIPLES, QUERIES, total_steps=2, seed=0)).max_steps == 1
@@ -81,35 +83,37 @@ def test_biased_data_rewrites_the_training_queries() -> None:
 
 def test_weak_setup_dispatches_and_rejects_unknown_names() -> None:
     assert sorted(STRATEGIES) == ["biased_data", "fewer_steps", "less_data", "weaker_model"]
-    assert weak_setup("weaker_model", TRIPLES, QUERIES, 10, 0).n_layers == 2
+    assert weak_setup("weaker_model", TRIPLES, QUERIES, 10, 0).n_layers == 1
+    assert weak_setup("weaker_model", TRIPLES, QUERIES, 10, 0, n_layers=4).n_layers == 4
     with pytest.raises(ValueError, match=r"unknown weak learner strategy 'x'; known: \['biased"):
         weak_setup("x", TRIPLES, QUERIES, 10, 0)
 
 
-def test_score_triples_gives_the_models_scores_and_feeds_poe() -> None:
-    tok, model = load_model("tiny-random-bert", None, seed=0)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_weak_pair_scores_are_the_models_scores_and_feed_poe(arch: str) -> None:
+    f_b = tiny_ranker(arch).train()
     triples = pl.DataFrame(
         {"query_id": ["a", "a", "b"], "pos_doc_id": ["x", "x", "y"], "neg_doc_id": ["y", "z", "x"]}
     )
-    queries = {"a": "nurse salary", "b": "car repair"}
-    docs = {"x": "she is a nurse", "y": "he fixes cars", "z": "the weather"}
-    scored = score_triples(model, tok, triples, queries, docs, max_len=32, q_len=8, device="cpu")
-    assert scored.columns == ["query_id", "pos_doc_id", "neg_doc_id", "weak_pos", "weak_neg"]
-    assert model.training  # scoring keeps the model's mode (and scores without dropout)
-    enc = PairEncoder(tok, 32, 8).add(queries, docs, ["a", "b"], ["x", "y", "z"])
-    model.eval()
+    f_b.bind({"a": "nurse salary", "b": "car repair"},
+             {"x": "she is a nurse", "y": "he fixes cars", "z": "the weather"})  # fmt: skip
+    scores = weak_pair_scores(f_b, triples, batch_size=2)
+    # one score per distinct (query, document) pair, computed without dropout
+    assert sorted(scores) == [("a", "x"), ("a", "y"), ("a", "z"), ("b", "x"), ("b", "y")]
     with torch.no_grad():
-        direct = model(**collate([enc.pair("a", "x"), enc.pair("b", "x")], enc.pad_id))
-    assert scored["weak_pos"][0] == pytest.approx(direct[0].item(), abs=1e-5)
-    assert scored["weak_neg"][2] == pytest.approx(direct[1].item(), abs=1e-5)
-    assert scored["weak_pos"][0] == scored["weak_pos"][1]  # one score per (query, doc)
+        direct = f_b.eval()(["a", "b"], ["x", "x"])[0]
+    assert scores[("a", "x")] == pytest.approx(direct[0].item(), abs=1e-5)
+    assert scores[("b", "x")] == pytest.approx(direct[1].item(), abs=1e-5)
 
-    reordered = triples.reverse()
-    tensors = weak_tensors(reordered, scored)
-    assert tensors["weak_pos"].tolist() == pytest.approx(scored["weak_pos"].reverse().to_list())
-    assert tensors["weak_neg"].dtype == torch.float32
-    loss = get_loss("poe")(torch.zeros(3), torch.zeros(3), tensors, {"alpha": 0.1})
+    bias = {"psi": dict.fromkeys("xyz", 0.0), "zeta": dict.fromkeys("xyz", 1.0)}
+    groups = prepare_groups(triples.reverse(), 3, bias, {"weak": scores})
+    assert groups.docs == [["y", "x"], ["x", "z", "y"]] and groups.qids == ["b", "a"]
+    assert groups.bias["weak"][1].tolist() == pytest.approx(
+        [scores[("a", "x")], scores[("a", "z")], scores[("a", "y")]]
+    )
+    s_pos, s_neg, batch = pair_batch(groups, [0, 1], torch.zeros(2, 3))
+    assert batch["weak_neg"].tolist() == pytest.approx(
+        [scores[("b", "x")], scores[("a", "z")], scores[("a", "y")]]
+    )
+    loss = get_loss("poe")(s_pos, s_neg, batch, {"alpha": 0.1})
     assert torch.isfinite(loss)
-    missing = pl.DataFrame({"query_id": ["b"], "pos_doc_id": ["z"], "neg_doc_id": ["x"]})
-    with pytest.raises(ValueError, match=r"no weak learner score for query 'b', doc 'z'"):
-        weak_tensors(missing, scored)

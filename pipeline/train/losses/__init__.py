@@ -1,86 +1,65 @@
-"""Ranking losses: a plain dict registry keyed by the params.yaml method/loss name.
+"""Ranking losses: one record per loss, keyed by the ``methods.<m>.loss`` name.
 
 Every loss is ``loss(s_pos, s_neg, batch, params) -> Tensor`` (a scalar): ``s_pos`` and
-``s_neg`` are the scores ``[batch]`` of the positive and negative document of each triple,
-``batch`` carries per-triple float tensors ``psi_pos``, ``psi_neg`` (Ψ magnitudes) and
-``zeta_pos``, ``zeta_neg`` (neutrality ζ), and ``params`` the method's numeric parameters.
-One module per loss, named after its key. ``poe`` also reads ``weak_pos``, ``weak_neg`` (the
-frozen weak learner's scores, see ``pipeline.train.weak``); the keys each loss reads are in
-``BATCH_KEYS``.
+``s_neg`` are the scores ``[pairs]`` of the positive and negative document of each pair,
+``batch`` carries per-pair float tensors (``psi_pos``/``psi_neg`` Ψ magnitudes,
+``zeta_pos``/``zeta_neg`` neutrality ζ, ``weak_pos``/``weak_neg`` the EqualizeIR weak
+learner's scores) plus ``group``/``slot`` for listwise losses (``_listwise.py``), and
+``params`` the method's numeric parameters. Each :class:`Loss` record names its function,
+its typed ``Config`` and the batch tensors it ``needs``.
+
+The 12 penalty/reward variants are one table (``regularised.py``); ``margin``, ``poe`` and
+``neutrality_kl`` are one file each. A new loss is one row of that table, or one file plus
+its record below. This package imports no torch until a loss runs (``pipeline.params``
+checks the names), so modules that import torch at load are named here, not imported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import difflib
+from dataclasses import dataclass
 
-from torch import Tensor
+from pipeline.train.losses import margin, regularised
+from pipeline.train.losses.common import Loss, LossFn
 
-from pipeline.train.losses import (
-    margin,
-    neutrality_kl,
-    penalty_both,
-    penalty_irrelevant,
-    penalty_relevant,
-    poe,
-    pointwise_penalty_both,
-    pointwise_penalty_irrelevant,
-    pointwise_penalty_relevant,
-    pointwise_reward_both,
-    pointwise_reward_irrelevant,
-    pointwise_reward_relevant,
-    reward_both,
-    reward_irrelevant,
-    reward_relevant,
-)
 
-LossFn = Callable[[Tensor, Tensor, Mapping[str, Tensor], Mapping[str, float]], Tensor]
+@dataclass(frozen=True)
+class PoeConfig:
+    """``alpha``: weight of the weak learner's log-probabilities (default 0.1)."""
 
-LOSSES: dict[str, LossFn] = {
-    "margin": margin.loss,
-    "penalty_irrelevant": penalty_irrelevant.loss,
-    "penalty_relevant": penalty_relevant.loss,
-    "penalty_both": penalty_both.loss,
-    "reward_irrelevant": reward_irrelevant.loss,
-    "reward_relevant": reward_relevant.loss,
-    "reward_both": reward_both.loss,
-    "pointwise_penalty_irrelevant": pointwise_penalty_irrelevant.loss,
-    "pointwise_penalty_relevant": pointwise_penalty_relevant.loss,
-    "pointwise_penalty_both": pointwise_penalty_both.loss,
-    "pointwise_reward_irrelevant": pointwise_reward_irrelevant.loss,
-    "pointwise_reward_relevant": pointwise_reward_relevant.loss,
-    "pointwise_reward_both": pointwise_reward_both.loss,
-    "neutrality_kl": neutrality_kl.loss,
-    "poe": poe.loss,
-}
+    alpha: float = 0.1
 
-_PSI = ("psi_pos", "psi_neg")
-_ZETA = ("zeta_pos", "zeta_neg")
-BATCH_KEYS: dict[str, tuple[str, ...]] = {
-    "margin": (),
-    "penalty_irrelevant": ("psi_neg",),
-    "penalty_relevant": ("psi_pos",),
-    "penalty_both": _PSI,
-    "reward_irrelevant": ("zeta_neg",),
-    "reward_relevant": ("zeta_pos",),
-    "reward_both": _ZETA,
-    "pointwise_penalty_irrelevant": ("psi_neg",),
-    "pointwise_penalty_relevant": ("psi_pos",),
-    "pointwise_penalty_both": _PSI,
-    "pointwise_reward_irrelevant": ("zeta_neg",),
-    "pointwise_reward_relevant": ("zeta_pos",),
-    "pointwise_reward_both": _ZETA,
-    "neutrality_kl": _ZETA,
-    "poe": ("weak_pos", "weak_neg"),
-}
-"""Batch tensors (``[batch]`` floats) each loss reads besides the scores."""
+
+@dataclass(frozen=True)
+class NeutralityConfig:
+    """``coef``: weight of the KL term (required); the hinge ``margin`` (default 1)."""
+
+    coef: float
+    margin: float = 1.0
+
+
+LOSSES: dict[str, Loss] = {
+    "margin": margin.RECORD,
+    **regularised.RECORDS,
+    "neutrality_kl": Loss("neutrality_kl", "neutrality_kl", NeutralityConfig,
+                          ("zeta_pos", "zeta_neg")),
+    "poe": Loss("poe", "poe", PoeConfig, ("weak_pos", "weak_neg")),
+}  # fmt: skip
+"""Every loss's record, by name."""
+
+
+def get_record(name: str) -> Loss:
+    """The record of loss ``name``; an unknown name lists the known ones (no torch import)."""
+    if name not in LOSSES:
+        close = difflib.get_close_matches(name, list(LOSSES), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unknown loss {name!r}; known: {sorted(LOSSES)}{hint}")
+    return LOSSES[name]
 
 
 def get_loss(name: str) -> LossFn:
-    """The loss registered as ``name``; an unknown name raises ``ValueError`` listing them."""
-    try:
-        return LOSSES[name]
-    except KeyError:
-        raise ValueError(f"unknown loss {name!r}; known: {sorted(LOSSES)}") from None
+    """The function of loss ``name``; an unknown name raises ``ValueError`` listing them."""
+    return get_record(name).fn
 
 
-__all__ = ["BATCH_KEYS", "LOSSES", "LossFn", "get_loss"]
+__all__ = ["LOSSES", "Loss", "LossFn", "NeutralityConfig", "PoeConfig", "get_loss", "get_record"]

@@ -1,18 +1,22 @@
-"""Shared pieces of the pairwise hinge losses (OpenMatch margin loss and its regularised forms)."""
+"""Shared pieces of the pairwise hinge losses (OpenMatch margin loss and its regularised forms).
+
+Tensor methods only, so the loss tables import without torch (``pipeline.params`` reads them).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-import torch
-from torch import Tensor
+if TYPE_CHECKING:
+    from torch import Tensor
 
 
 def hinge(
     s_pos: Tensor, s_neg: Tensor, a_pos: Tensor | float, a_neg: Tensor | float, margin: float
 ) -> Tensor:
     """``mean(max(0, m - (tanh s⁺ + a⁺) + (tanh s⁻ + a⁻)))`` (SPEC §5, §6.2)."""
-    return torch.relu(margin - (torch.tanh(s_pos) + a_pos) + (torch.tanh(s_neg) + a_neg)).mean()
+    return (margin - (s_pos.tanh() + a_pos) + (s_neg.tanh() + a_neg)).relu().mean()
 
 
 def margin_of(params: Mapping[str, float]) -> float:

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-from torch import Tensor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pipeline.train.losses._pairwise import hinge, margin_of
+from pipeline.train.losses.common import Loss
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+
+@dataclass(frozen=True)
+class MarginConfig:
+    """The hinge ``margin`` (default 1)."""
+
+    margin: float = 1.0
 
 
 def loss(
@@ -19,3 +30,6 @@ def loss(
     ``batch`` is not read.
     """
     return hinge(s_pos, s_neg, 0.0, 0.0, margin_of(params))
+
+
+RECORD = Loss("margin", loss, MarginConfig)

@@ -1,0 +1,110 @@
+"""Tie-averaged position weights (McSherry & Najork, ECIR 2008, "Computing information
+retrieval performance measures efficiently in the presence of tied scores"), SPEC §1 "Ties".
+
+A tie block is the set of a query's run documents with exactly equal scores. Every document of
+a block gets the mean of the per-position weights of the ranks the block occupies (positions
+past a cut-off weigh 0), so any metric that is linear in per-rank contributions becomes the
+expectation over all orders of the tied documents, and no fairness number depends on the
+order in which tied documents happen to sit in a file. Every rank-weighted fairness metric
+(ARaB, NFaiRR, LIWC, AWRF) and the counterfactual gap build their weights here, once.
+
+A position weight is a vectorised function `(rank, n) -> weight` of the 1-based rank and the
+length n of the query's run (numpy arrays of equal length).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import polars as pl
+
+PositionWeight = Callable[[np.ndarray, np.ndarray], np.ndarray]
+BLOCK = "tie_block"  # first (best) rank of the document's tie block
+
+
+def tie_averaged(
+    run: pl.DataFrame, weights: Mapping[str, PositionWeight], depth: int | None = None
+) -> pl.DataFrame:
+    """`query_id, doc_id, tie_block, <name>...`: each weight averaged over the tie block.
+
+    `run` holds `query_id, doc_id, score, rank` with ranks 1..n per query (as `EvalInputs`
+    validates). Only documents of tie blocks that reach into the top `depth` are returned (all
+    of them when `depth` is None), so a block that straddles the cut-off keeps its members
+    below it. Rows are sorted by `query_id, tie_block, doc_id`: a float sum over them adds in
+    an order that does not depend on how the tied documents were ordered in the run.
+    """
+    clash = set(weights) & {"query_id", "doc_id", "score", "rank", "_n", BLOCK}
+    if clash:
+        raise ValueError(f"tie_averaged: weight names {sorted(clash)} clash with run columns")
+    rows = run.select("query_id", "doc_id", "score", "rank").sort("query_id", "rank")
+    rows = rows.with_columns(
+        pl.len().over("query_id").cast(pl.Int64).alias("_n"),
+        pl.col("rank").min().over("query_id", "score").alias(BLOCK),
+    )
+    if depth is not None:
+        rows = rows.filter(pl.col(BLOCK) <= depth)
+    ranks, lengths = rows["rank"].to_numpy(), rows["_n"].to_numpy()
+    per_position = [
+        pl.Series(name, np.asarray(fn(ranks, lengths), dtype=np.float64))
+        for name, fn in weights.items()
+    ]
+    # Rows are in rank order here, so each block mean adds its positions in one fixed order.
+    rows = rows.with_columns(per_position).with_columns(
+        pl.col(name).mean().over("query_id", "score") for name in weights
+    )
+    return rows.select("query_id", "doc_id", BLOCK, *weights).sort("query_id", BLOCK, "doc_id")
+
+
+def cut(k: int, weight: Callable[[np.ndarray], np.ndarray]) -> PositionWeight:
+    """`weight(rank)` for ranks <= k, 0 past the cut-off."""
+
+    def fn(rank: np.ndarray, n: np.ndarray) -> np.ndarray:
+        inside = rank <= k
+        return np.where(inside, weight(np.where(inside, rank, 1)), 0.0)
+
+    return fn
+
+
+def log_discount(rank: np.ndarray) -> np.ndarray:
+    """NFaiRR's `p(r) = 1 / log2(r + 1)` (Rekabsaz et al. 2021)."""
+    return 1.0 / np.log2(rank + 1.0)
+
+
+def fair_discount(rank: np.ndarray) -> np.ndarray:
+    """The TREC Fair 2022 / AWRF discount `1 / log2(max(r, 2))`."""
+    return 1.0 / np.log2(np.maximum(rank, 2).astype(np.float64))
+
+
+def mean_weight(k: int) -> PositionWeight:
+    """`1 / k'` for ranks <= k' = min(k, n): the mean over the top k (LIWC)."""
+
+    def fn(rank: np.ndarray, n: np.ndarray) -> np.ndarray:
+        top = np.minimum(k, n)
+        return np.where(rank <= top, 1.0 / top, 0.0)
+
+    return fn
+
+
+def arab_weight(k: int) -> PositionWeight:
+    """ARaB@k as a linear weight: `w(r) = (1/k') Σ_{t=r..k'} 1/t`, `k' = min(k, n)`.
+
+    `ARaB_q@k = (1/k') Σ_{t<=k'} (1/t) Σ_{r<=t} x_r = Σ_r x_r w(r)` (Rekabsaz & Schedl 2020).
+    """
+
+    def fn(rank: np.ndarray, n: np.ndarray) -> np.ndarray:
+        top = np.minimum(k, n)
+        out = np.zeros(rank.shape, dtype=np.float64)
+        for kk in np.unique(top):
+            # tail[r - 1] = Σ_{t=r..kk} 1/t, summed from the small terms up
+            tail = np.cumsum(1.0 / np.arange(kk, 0, -1, dtype=np.float64))[::-1]
+            sel = (top == kk) & (rank <= kk)
+            out[sel] = tail[rank[sel] - 1] / kk
+        return out
+
+    return fn
+
+
+def identity_rank(rank: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """The rank itself: tie-averaged, the mean rank of the document's tie block."""
+    return rank.astype(np.float64)

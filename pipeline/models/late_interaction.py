@@ -1,0 +1,111 @@
+"""Late interaction (ColBERT, SPEC §5.1): ``s = Σ_i max_j cos(q_i, d_j) / τ``.
+
+Token embeddings of the shared encoder are projected to ``model.dim`` (a linear map without
+bias, seeded) and L2-normalised; the score sums, over the query's tokens, the best cosine
+with any document token. The document representation (for the AdvBERT adversary) is the mean
+of the document's token embeddings. At reranking each document's token embeddings are
+computed once. Saved as a transformers encoder directory plus ``colbert_linear.safetensors``
+(the projection) and ``ranker.json``; :func:`pipeline.models.load_ranker` loads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+from torch import Tensor, nn
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from pipeline.models.base import Key, ModelConfig, Ranker, Tokens
+from pipeline.models.bi_encoder import _index
+
+PROJECTION_FILE = "colbert_linear.safetensors"
+
+
+class LateInteraction(Ranker):
+    arch = "late_interaction"
+
+    def __init__(
+        self,
+        encoder: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        cfg: ModelConfig,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(encoder, tokenizer, cfg)
+        self.projection = nn.Linear(int(encoder.config.hidden_size), cfg.dim, bias=False)
+        std = float(getattr(encoder.config, "initializer_range", 0.02))
+        with torch.no_grad():
+            self.projection.weight.normal_(0.0, std, generator=torch.Generator().manual_seed(seed))
+
+    @property
+    def repr_dim(self) -> int:
+        return self.cfg.dim
+
+    def make_tokens(self, keys: list[Key]) -> list[Tokens]:
+        out = []
+        for k in keys:
+            kind, i = k[0], k[1]
+            text = self.query_text(i) if kind == "q" else self.doc_text(i)
+            n = self.cfg.q_len if kind == "q" else self.cfg.max_len
+            out.extend(self.single_tokens([text], n))
+        return out
+
+    def token_embeddings(self, keys: Sequence[Key]) -> tuple[Tensor, Tensor]:
+        """Normalised projected token embeddings ``[n, T, dim]`` and mask ``[n, T]``."""
+        hidden, mask = self.encode(keys, self.tokens(keys, self.make_tokens))
+        emb = nn.functional.normalize(self.projection(hidden.float()), dim=-1)
+        return emb * mask.unsqueeze(-1), mask
+
+    def forward(self, qids: Sequence[str], dids: Sequence[str]) -> tuple[Tensor, Tensor]:
+        uq, ud = list(dict.fromkeys(qids)), list(dict.fromkeys(dids))
+        eq, mq = self.token_embeddings([("q", q) for q in uq])
+        ed, md = self.token_embeddings([("d", d) for d in ud])
+        qi, di = _index(uq, qids), _index(ud, dids)
+        scores = maxsim(eq[qi], mq[qi], ed[di], md[di]) / self.cfg.temperature
+        doc_repr = ed.sum(1) / md.sum(1, keepdim=True).clamp(min=1)
+        return scores, doc_repr[di]
+
+    def score_many(self, qids: Sequence[str], dids: Sequence[str], batch_size: int) -> Tensor:
+        """Each document's token embeddings are computed once (cached per distinct doc)."""
+        uq, ud = list(dict.fromkeys(qids)), list(dict.fromkeys(dids))
+        qs = self._embed_all("q", uq, batch_size)
+        ds = self._embed_all("d", ud, batch_size)
+        qi, di = _index(uq, qids).tolist(), _index(ud, dids).tolist()
+        out = torch.zeros(len(qids))
+        for start in range(0, len(qids), batch_size):
+            rows = range(start, min(start + batch_size, len(qids)))
+            q = nn.utils.rnn.pad_sequence([qs[qi[r]] for r in rows], batch_first=True)
+            d = nn.utils.rnn.pad_sequence([ds[di[r]] for r in rows], batch_first=True)
+            mq = (q.abs().sum(-1) > 0).long()
+            md = (d.abs().sum(-1) > 0).long()
+            out[start : start + len(rows)] = maxsim(q, mq, d, md) / self.cfg.temperature
+        return out
+
+    def _embed_all(self, kind: str, ids: list[str], batch_size: int) -> list[Tensor]:
+        keys: list[Key] = [(kind, i) for i in ids]
+        toks = self.tokens(keys, self.make_tokens)
+        order = sorted(range(len(keys)), key=lambda i: len(toks[i][0]))
+        out: list[Tensor] = [torch.zeros(0)] * len(keys)
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            emb, mask = self.token_embeddings([keys[i] for i in chunk])
+            for row, i in enumerate(chunk):
+                out[i] = emb[row, : int(mask[row].sum())].cpu()
+        return out
+
+    def extra_state(self) -> dict[str, Tensor]:
+        return {"weight": self.projection.weight.detach().cpu().contiguous()}
+
+    def save_files(self, out: Path) -> None:
+        save_file(self.extra_state(), str(out / PROJECTION_FILE))
+
+
+def maxsim(q: Tensor, mq: Tensor, d: Tensor, md: Tensor) -> Tensor:
+    """``Σ_i max_j q_i·d_j`` over real query tokens i and real document tokens j, ``[n]``."""
+    sim = torch.einsum("nqh,ndh->nqd", q, d)
+    sim = sim.masked_fill(md.unsqueeze(1) == 0, float("-inf"))
+    best = sim.max(-1).values.masked_fill(mq == 0, 0.0)
+    return best.sum(-1)

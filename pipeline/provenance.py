@@ -1,0 +1,224 @@
+"""Provenance of a run: the ir_metadata block (Breuer et al., SIGIR 2022, "ir_metadata: an
+extensible metadata schema for IR experiments"; www.ir-metadata.org, schema version 0.1)
+that starts every TREC run the pipeline writes (`pipeline.io.write_trec_run(metadata=...)`).
+
+The PRIMAD components, filled from params.yaml and dvc.lock:
+
+- **platform**: the software libraries and their versions, the retrieval toolkit, the device
+  requested by params (`train.device`);
+- **implementation**: the command, the language, the repository (its `origin` URL, without
+  credentials, when it has one) and the git tree hashes of the code (`pipeline/`, `stages/`)
+  at HEAD, with `dirty: true` when tracked code differs from HEAD;
+- **method**: automatic, how score ties are ordered, the BM25 first stage (params
+  `candidates`) and the reranker it feeds (model, method settings, seed; the model's DVC
+  hash from dvc.lock);
+- **actor**: only when given;
+- **data**: the dataset (`dataset.name`, its ir_datasets id where there is one) and the DVC
+  hashes of the data the run was made from (corpus, queries, candidates), from dvc.lock.
+
+**Decision**: the block holds nothing that differs between two machines or two checkouts
+of the same code and inputs: no CPU model, kernel, host, date or commit id (a commit id
+changes with the commit's time and author even when the code is the same), because DVC
+compares outputs by content and the pipeline's runs are byte-identical across machines. The
+code is named by git *tree* hashes instead (`git show <hash>` lists it); `build_metadata(...,
+commit=True)` adds the commit for uses outside DVC. Hashes come from the dvc.lock entries of
+the stages that produced each input (written before a downstream stage runs in `dvc repro`);
+an entry that is absent is left out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import platform
+import re
+import subprocess
+from collections.abc import Mapping
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipeline.params import Params
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 0.1
+LIBRARIES = ("pipeline", "torch", "transformers", "polars", "numpy", "pyarrow")
+TOOLKITS = ("bm25s",)
+IR_DATASETS = {"msmarco-passage": "msmarco-passage/dev", "trec-fair-2022": "trec-fair/2022"}
+DATA_OUTS = ("data/corpus.parquet", "data/queries.parquet", "data/candidates.parquet")
+CODE = ("pipeline", "stages")
+
+
+def _version(package: str) -> str:
+    try:
+        return f"{package}=={importlib_metadata.version(package)}"
+    except importlib_metadata.PackageNotFoundError:
+        return package
+
+
+def lock_hashes(lock_path: str | Path = "dvc.lock") -> dict[str, str]:
+    """Every output path recorded in dvc.lock → its md5 (empty without a lock file)."""
+    p = Path(lock_path)
+    if not p.exists():
+        return {}
+    try:
+        lock = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        log.warning("%s: unreadable (%s); the run's metadata has no DVC hashes", p, e)
+        return {}
+    out: dict[str, str] = {}
+    for stage in (lock.get("stages") or {}).values():
+        for entry in stage.get("outs") or []:
+            if "path" in entry and "md5" in entry:
+                out[str(entry["path"])] = str(entry["md5"])
+    return out
+
+
+def _git(args: list[str], root: Path) -> str | None:
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, timeout=20, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _public_url(url: str | None) -> str | None:
+    """A remote URL without user, password or token; local paths are left out."""
+    if not url or not re.match(r"^(https?|ssh|git)://|^[\w.-]+@[\w.-]+:", url):
+        return None
+    return re.sub(r"^(\w+://)[^/@]*@", r"\1", url)
+
+
+def source(root: str | Path = ".", commit: bool = False) -> dict[str, Any]:
+    """ir_metadata `implementation.source`: language, repository, code tree hashes."""
+    r = Path(root)
+    out: dict[str, Any] = {"lang": ["python"]}
+    url = _public_url(_git(["remote", "get-url", "origin"], r))
+    if url:
+        out["repository"] = url
+    trees = {name: _git(["rev-parse", f"HEAD:{name}"], r) for name in CODE}
+    if all(trees.values()):
+        out["tree"] = trees
+        changed = _git(["status", "--porcelain", "--untracked-files=no", "--", *CODE], r)
+        if changed:
+            out["dirty"] = True
+    if commit:
+        head = _git(["rev-parse", "HEAD"], r)
+        if head:
+            out["commit"] = head
+    return out
+
+
+def _reranker(params: Params, method: str, seed: int | None, hashes: Mapping[str, str]) -> dict:
+    """The reranking step: the model, the method's settings (none for an untrained model)."""
+    model = params.model
+    arch = str(getattr(model, "arch", "cross_encoder")).replace("_", "-")
+    trained = method in params.methods
+    settings = (
+        {
+            k.rstrip("_"): v
+            for k, v in dataclasses.asdict(params.methods[method]).items()
+            if v is not None
+        }
+        if trained
+        else {}
+    )
+    step: dict[str, Any] = {
+        "name": method,
+        "method": f"{arch} fine-tuned from {model.name}" if trained else f"{arch} {model.name}",
+        "reranks": "bm25",
+        "params": {
+            **settings,
+            "n_layers": model.n_layers,
+            "max_len": model.max_len,
+            "q_len": model.q_len,
+            "seed": params.train.seed if seed is None else seed,
+        },
+    }
+    model_path = f"models/{method}"
+    if trained and model_path in hashes:
+        step["checkpoint"] = {"path": model_path, "md5": hashes[model_path]}
+    return step
+
+
+def build_metadata(
+    params: Params,
+    method: str,
+    *,
+    seed: int | None = None,
+    lock_path: str | Path = "dvc.lock",
+    root: str | Path = ".",
+    actor: Mapping[str, Any] | None = None,
+    commit: bool = False,
+) -> dict[str, Any]:
+    """The ir_metadata dict of the run of `method` (one of `seed` when `train.seeds` is set);
+    a name outside `methods:` (the `zero-shot` row) is an untrained model."""
+    hashes = lock_hashes(lock_path)
+    cand = params.candidates
+    data: dict[str, Any] = {"test collection": {"name": params.dataset.name}}
+    if params.dataset.name in IR_DATASETS:
+        data["test collection"]["ir_datasets"] = IR_DATASETS[params.dataset.name]
+    other = [{"name": p, "source": "dvc.lock", "md5": hashes[p]} for p in DATA_OUTS if p in hashes]
+    if other:
+        data["other"] = other
+    meta: dict[str, Any] = {
+        "schema-version": SCHEMA_VERSION,
+        "tag": method,
+        "platform": {
+            "software": {
+                "libraries": {
+                    "python": [f"python=={platform.python_version()}"]
+                    + [_version(p) for p in LIBRARIES]
+                },
+                "retrieval toolkit": [_version(p) for p in TOOLKITS],
+            },
+            "device": params.train.device,
+        },
+        "implementation": {
+            "executable": {"cmd": f"python -m stages.rerank {method}"},
+            "source": source(root, commit),
+        },
+        "method": {
+            "automatic": True,
+            "score ties": "first-stage (BM25 candidate) order",
+            "retrieval": [
+                {
+                    "name": "bm25",
+                    "method": "bm25s BM25",
+                    "k1": cand.k1,
+                    "b": cand.b,
+                    "top_k": cand.top_k,
+                },
+                _reranker(params, method, seed, hashes),
+            ],
+        },
+        "data": data,
+    }
+    if actor:
+        meta["actor"] = dict(actor)
+    return meta
+
+
+def read_metadata(path: str | Path) -> dict[str, Any] | None:
+    """The ir_metadata block at the start of a TREC run file (None when it has none)."""
+    import gzip
+
+    p = Path(path)
+    opener: Any = gzip.open if p.suffix == ".gz" else open
+    lines: list[str] = []
+    with opener(p, "rt", encoding="utf-8") as f:
+        first = f.readline().rstrip("\n")
+        if first.strip() != "# ir_metadata.start":
+            return None
+        for line in f:
+            text = line.rstrip("\n")
+            if text.strip() == "# ir_metadata.end":
+                loaded = yaml.safe_load("\n".join(lines))
+                return loaded if isinstance(loaded, dict) else None
+            lines.append(text[2:] if text.startswith("# ") else text.lstrip("#"))
+    raise ValueError(f"{p}: `# ir_metadata.start` without `# ir_metadata.end`")

@@ -1,0 +1,120 @@
+"""Training groups: one query, one positive and up to ``group_size − 1`` negatives.
+
+The ordered triples of a fold are grouped by ``(query_id, pos_doc_id)`` in the order of their
+first appearance; each key's negatives are cut into chunks of ``group_size − 1``, and a chunk
+takes the training position of its first triple, so an ordering (the curriculum) keeps its
+order. ``group_size = 2`` is one group per triple, in the triples' order (the pairwise
+recipe). Listwise losses (``neutrality_kl``, ``poe``) read a group as one candidate list
+(SPEC §6.3, §6.6); pairwise losses read its ``(pos, neg)`` pairs. The texts of a group are
+encoded once per step, however many pairs share them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import polars as pl
+import torch
+from torch import Tensor
+
+from pipeline.schemas import PSI_SOURCE, TRIPLE_COLUMNS
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Groups of one fold, in training order; per-document tensors are ``[n, group_size]``
+    with column 0 the positive and ``mask`` marking real documents."""
+
+    qids: list[str]
+    docs: list[list[str]]  # [pos, neg_1, ..]
+    bias: dict[str, Tensor]  # psi, zeta (and weak): float32 [n, group_size]
+    mask: Tensor  # bool [n, group_size]
+
+    def __len__(self) -> int:
+        return len(self.qids)
+
+
+def make_groups(triples: pl.DataFrame, group_size: int) -> tuple[list[str], list[list[str]]]:
+    """``(query ids, [pos, negs..] per group)`` from triples in training order."""
+    if group_size < 2:
+        raise ValueError(
+            f"train.group_size must be >= 2 (one positive, one negative); got {group_size}"
+        )
+    missing = set(TRIPLE_COLUMNS) - set(triples.columns)
+    if missing:
+        raise ValueError(f"triples lack columns {sorted(missing)}; has {triples.columns}")
+    chunks: dict[tuple[str, str], list[list[str]]] = {}
+    order: list[tuple[tuple[str, str], int]] = []
+    per = group_size - 1
+    for q, p, n in triples.select(*TRIPLE_COLUMNS).cast(pl.String).iter_rows():
+        lists = chunks.setdefault((q, p), [])
+        if not lists or len(lists[-1]) == per:
+            lists.append([])
+            order.append(((q, p), len(lists) - 1))
+        lists[-1].append(n)
+    qids = [key[0] for key, _ in order]
+    docs = [[key[1], *chunks[key][i]] for key, i in order]
+    return qids, docs
+
+
+def doc_bias(doc_scores: pl.DataFrame, psi_column: str) -> dict[str, dict[str, float]]:
+    """``{"psi": Ψ by doc_id, "zeta": ζ by doc_id}``, Ψ = ``|doc_scores[PSI_SOURCE[psi]]|``."""
+    if psi_column not in PSI_SOURCE:
+        raise ValueError(f"unknown psi {psi_column!r}; known: {sorted(PSI_SOURCE)}")
+    col = PSI_SOURCE[psi_column]
+    missing = {"doc_id", col, "neutrality"} - set(doc_scores.columns)
+    if missing:
+        raise ValueError(f"doc_scores lacks columns {sorted(missing)}; has {doc_scores.columns}")
+    values = pl.col(col, "neutrality").cast(pl.Float64)
+    bad = doc_scores.filter(pl.any_horizontal(values.is_null() | values.is_nan()))
+    if bad.height:
+        doc_id = bad["doc_id"][0]
+        raise ValueError(f"doc_scores has a missing/NaN {col} or neutrality for doc_id {doc_id!r}")
+    ids = doc_scores["doc_id"].cast(pl.String).to_list()
+    psi = doc_scores[col].cast(pl.Float64).abs().to_list()
+    zeta = doc_scores["neutrality"].cast(pl.Float64).to_list()
+    return {"psi": dict(zip(ids, psi, strict=True)), "zeta": dict(zip(ids, zeta, strict=True))}
+
+
+def prepare_groups(
+    triples: pl.DataFrame,
+    group_size: int,
+    bias: Mapping[str, Mapping[str, float]],
+    pair_scores: Mapping[str, Mapping[tuple[str, str], float]] | None = None,
+) -> Groups:
+    """Groups with per-document Ψ/ζ (``bias``: name → doc_id → value) and optional
+    per-pair values (``pair_scores``: name → (query_id, doc_id) → value, e.g. EqualizeIR's
+    weak-learner scores). Unknown documents raise errors naming them."""
+    qids, docs = make_groups(triples, group_size)
+    n = len(qids)
+    mask = torch.zeros(n, group_size, dtype=torch.bool)
+    tensors = {k: torch.zeros(n, group_size) for k in [*bias, *(pair_scores or {})]}
+    for g, (q, ds) in enumerate(zip(qids, docs, strict=True)):
+        mask[g, : len(ds)] = True
+        for name, table in bias.items():
+            for j, d in enumerate(ds):
+                if d not in table:
+                    raise ValueError(f"doc_id {d!r} of the triples has no row in doc_scores")
+                tensors[name][g, j] = table[d]
+        for name, scores in (pair_scores or {}).items():
+            for j, d in enumerate(ds):
+                if (q, d) not in scores:
+                    raise ValueError(f"no {name} score for query {q!r}, doc {d!r} of the triples")
+                tensors[name][g, j] = scores[(q, d)]
+    return Groups(qids, docs, tensors, mask)
+
+
+def pair_batch(
+    groups: Groups, idx: list[int], scores: Tensor
+) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
+    """Flatten the groups ``idx`` (scores ``[len(idx), group_size]``) into their pairs:
+    ``(s_pos [P], s_neg [P], batch)`` with ``<name>_pos``/``<name>_neg`` per pair and
+    ``group``/``slot`` (which group, which negative) for listwise losses."""
+    mask = groups.mask[idx].to(scores.device)
+    g, j = mask[:, 1:].nonzero(as_tuple=True)
+    batch = {"group": g, "slot": j}
+    for name, t in groups.bias.items():
+        t = t[idx].to(scores.device)
+        batch[f"{name}_pos"], batch[f"{name}_neg"] = t[g, 0], t[g, j + 1]
+    return scores[g, 0], scores[g, j + 1], batch

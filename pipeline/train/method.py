@@ -1,0 +1,116 @@
+"""Train one method: every fold (SPEC §7) and seed, with its EqualizeIR / AdvBERT extras.
+
+``train_method`` is what the ``train@<method>`` stage runs: for each seed and each fold it
+builds the untrained ranker of ``model.arch``, binds the texts, trains it on the fold's
+ordered triples with the method's loss, and saves it to ``<out>/<seed folder>/fold-<k>``.
+EqualizeIR methods (``loss: poe``) first train the weak learner f_B of the same family by
+``weak_strategy`` and score the fold's training pairs with it; AdvBERT methods
+(``adv_weight``) train an adversary head on the family's document representation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+import polars as pl
+from torch import Tensor
+
+from pipeline.models.base import Key
+from pipeline.models.registry import build_ranker
+from pipeline.params import MethodParams, Params
+from pipeline.train import distributed, weak
+from pipeline.train.checkpoint import clear_checkpoint
+from pipeline.train.groups import doc_bias, prepare_groups
+from pipeline.train.loop import TrainConfig, attach_adversary, train_model
+
+log = logging.getLogger(__name__)
+
+
+def train_config(params: Params, seed: int) -> TrainConfig:
+    """The ``train`` section as a :class:`TrainConfig` with ``seed``."""
+    t = params.train
+    keep = {f.name for f in dataclasses.fields(TrainConfig)} - {"seed"}
+    return TrainConfig(seed=seed, **{k: getattr(t, k) for k in keep if hasattr(t, k)})
+
+
+def folds_of(ordered: pl.DataFrame) -> list[tuple[int, pl.DataFrame]]:
+    """``(fold, its triples in training order)``; a table without ``fold`` is fold 0."""
+    if "fold" not in ordered.columns:
+        ordered = ordered.with_columns(pl.lit(0, dtype=pl.Int64).alias("fold"))
+    parts = ordered.sort("fold", "position").partition_by("fold", maintain_order=True)
+    return [(int(p["fold"][0]), p) for p in parts]
+
+
+def _weak_scores(
+    params: Params, m: MethodParams, triples: pl.DataFrame, texts: tuple[Mapping[str, str], ...],
+    doc_scores: pl.DataFrame, seed: int, features: Mapping[Key, Tensor],
+) -> dict[str, dict[tuple[str, str], float]]:  # fmt: skip
+    """EqualizeIR (SPEC §6.3): train f_B by the method's strategy, score the fold's pairs."""
+    queries, docs = texts
+    cfg = train_config(params, seed)
+    assert m.weak_strategy is not None
+    bias = doc_bias(doc_scores, m.psi)
+    total = cfg.total_steps(len(prepare_groups(triples, cfg.group_size, bias)))
+    s = weak.weak_setup(m.weak_strategy, triples, queries, total, seed, m.weak_layers)
+    model_cfg = params.model
+    if s.n_layers is not None:
+        model_cfg = dataclasses.replace(model_cfg, n_layers=s.n_layers)
+    f_b = build_ranker(model_cfg, seed)
+    f_b.bind(s.queries, docs)
+    if model_cfg == params.model and s.queries is queries:  # same bottom, same texts
+        f_b.preload(features)
+    groups = prepare_groups(s.triples, cfg.group_size, bias)
+    weak_cfg = dataclasses.replace(cfg, max_steps=s.max_steps or cfg.max_steps)
+    train_model(f_b, groups, "margin", {"margin": 1.0}, weak_cfg)
+    f_b.bind(queries, docs)
+    return {"weak": weak.weak_pair_scores(f_b, triples)}
+
+
+def train_method(
+    params: Params,
+    method: str,
+    ordered: pl.DataFrame,
+    texts: tuple[Mapping[str, str], Mapping[str, str]],
+    doc_scores: pl.DataFrame,
+    out: Path,
+    features: Mapping[Key, Tensor] | None = None,
+) -> pl.DataFrame:
+    """Train ``method`` for every seed and fold into ``out``; the mean training curve.
+
+    ``features``: precomputed frozen-bottom states of the texts (the ``features`` stage)."""
+    features = features or {}
+    m = params.methods[method]
+    curves = []
+    for seed, sub in params.train.seed_runs():
+        for fold, triples in folds_of(ordered):
+            log.info("train@%s: seed %d, fold %d, %d triples", method, seed, fold, triples.height)
+            pairs = (
+                _weak_scores(params, m, triples, texts, doc_scores, seed, features)
+                if m.loss == "poe"
+                else None
+            )
+            ranker = build_ranker(params.model, seed)
+            ranker.bind(*texts)
+            ranker.preload(features)
+            if m.adv_weight:
+                attach_adversary(ranker, m.adv_weight, seed)
+            cfg = train_config(params, seed)
+            groups = prepare_groups(triples, cfg.group_size, doc_bias(doc_scores, m.psi), pairs)
+            every = params.train.checkpoint_every
+            ckpt = Path("checkpoints", method, sub, f"fold-{fold}")  # outside the outs: kept
+            curve = train_model(
+                ranker, groups, m.loss, m.loss_params(), cfg,
+                checkpoint_dir=ckpt if every else None, checkpoint_every=every,
+            )  # fmt: skip
+            if distributed.is_main():  # under torchrun, rank 0 alone writes the model
+                if m.adv_weight:
+                    del ranker.adversary  # the ranker alone is saved and used at test time
+                ranker.save(out / sub / f"fold-{fold}")
+                clear_checkpoint(ckpt)
+            curves.append(
+                curve.with_columns(pl.lit(seed).alias("seed"), pl.lit(fold).alias("fold"))
+            )
+    return pl.concat(curves).group_by("step", maintain_order=True).agg(pl.col("loss", "lr").mean())

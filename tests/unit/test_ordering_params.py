@@ -1,0 +1,110 @@
+"""`orderings:` and the ordering keys of `methods:` in params.yaml: loaded into each record's
+Config, errors naming the key, and no torch on the way."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pipeline.ordering.curriculum import CurriculumConfig
+from pipeline.ordering.lws import LwsConfig
+from pipeline.params import ParamsError, parse_params
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _raw() -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "params.yaml").read_text())
+
+
+def test_shipped_orderings_load_into_their_configs() -> None:
+    p = parse_params(_raw())
+    assert p.orderings["curriculum"] == CurriculumConfig(
+        psi="tf_abs", n_buckets=10, mu=None, sigma=1.0, seed=42, mu_units="value"
+    )
+    assert p.orderings["lws"] == LwsConfig(rate=0.6, top=5)
+    assert p.methods["curriculum_high_low"].ordering == "curriculum"
+    assert p.methods["curriculum_high_low"].direction == "high_to_low"
+    assert p.methods["baseline"].direction is None
+    assert {m.ordering for m in p.methods.values()} <= set(p.orderings)
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value", "message"),
+    [
+        ("curriculum", "sigma", 0, r"'orderings\.curriculum\.sigma': 0 is out of range \(0, ∞\]"),
+        ("curriculum", "n_buckets", 0, r"'orderings\.curriculum\.n_buckets': 0 fits none of"),
+        ("curriculum", "n_buckets", "al", r"known: \['all'\]; did you mean 'all'\?"),
+        ("curriculum", "psi", "tf", r"'orderings\.curriculum\.psi': unknown value 'tf'"),
+        ("curriculum", "mu_units", "ranks", r"did you mean 'rank'\?"),
+        ("lws", "rate", 1.5, r"'orderings\.lws\.rate': 1\.5 is out of range \[0, 1\]"),
+        ("lws", "top", 2.5, r"'orderings\.lws\.top': expected int, got 2\.5"),
+        ("curriculum", "sigmaa", 1.0, r"orderings\.curriculum\.'sigmaa' is unknown; known keys"),
+    ],
+)
+def test_bad_ordering_params_name_the_key(
+    section: str, key: str, value: object, message: str
+) -> None:
+    raw = _raw()
+    raw["orderings"][section][key] = value
+    with pytest.raises(ParamsError, match=message):
+        parse_params(raw)
+
+
+def test_n_buckets_all_is_the_no_bucket_mode() -> None:
+    raw = _raw()
+    raw["orderings"]["curriculum"]["n_buckets"] = "all"
+    assert parse_params(raw).orderings["curriculum"].buckets() is None
+
+
+def test_unknown_ordering_section_suggests_the_closest() -> None:
+    raw = _raw()
+    raw["orderings"]["curicullum"] = {}
+    with pytest.raises(
+        ParamsError, match=r"'orderings\.curicullum': unknown ordering .*did you mean 'curriculum'"
+    ):
+        parse_params(raw)
+
+
+def test_method_ordering_needs_its_section() -> None:
+    raw = _raw()
+    del raw["orderings"]["shuffle"]
+    with pytest.raises(ParamsError, match=r"'orderings\.shuffle' is missing: method 'baseline'"):
+        parse_params(raw)
+
+
+def test_direction_only_for_orderings_that_take_it() -> None:
+    raw = _raw()
+    raw["methods"]["baseline"]["direction"] = "low_to_high"
+    with pytest.raises(
+        ParamsError,
+        match=r"'methods\.baseline\.direction': ordering 'shuffle' takes no direction "
+        r"\(only \['curriculum'\] do\)",
+    ):
+        parse_params(raw)
+    raw = _raw()
+    raw["methods"]["curriculum_low_high"]["direction"] = "sideways"
+    with pytest.raises(ParamsError, match=r"'methods\.curriculum_low_high\.direction': unknown"):
+        parse_params(raw)
+
+
+def test_unknown_method_ordering_suggests_the_closest() -> None:
+    raw = _raw()
+    raw["methods"]["baseline"]["ordering"] = "shufle"
+    with pytest.raises(
+        ParamsError, match=r"'methods\.baseline\.ordering': unknown ordering 'shufle'.*'shuffle'\?"
+    ):
+        parse_params(raw)
+
+
+def test_the_ordering_package_imports_no_torch() -> None:
+    code = (
+        "import sys, pipeline.ordering, pipeline.report.curriculum; print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,108 @@
+"""Runs carry their provenance: an ir_metadata block (PRIMAD, schema 0.1) the readers skip."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import yaml
+
+from pipeline import io
+from pipeline.params import load_params
+from pipeline.provenance import _public_url, build_metadata, read_metadata, source
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCK = """
+schema: '2.0'
+stages:
+  extract:
+    cmd: python -m stages.extract
+    outs:
+    - path: data/corpus.parquet
+      hash: md5
+      md5: 0123456789abcdef0123456789abcdef
+  train@baseline:
+    cmd: python -m stages.train baseline
+    outs:
+    - path: models/baseline
+      hash: md5
+      md5: fedcba9876543210fedcba9876543210.dir
+"""
+
+
+def _run() -> pl.DataFrame:
+    return pl.DataFrame(
+        {"query_id": ["1", "1", "2"], "doc_id": ["a", "b", "c"], "score": [2.0, 1.0, 0.5],
+         "rank": [1, 2, 1]}
+    )  # fmt: skip
+
+
+def test_written_block_parses_as_yaml_and_the_reader_skips_it(tmp_path: Path) -> None:
+    (tmp_path / "dvc.lock").write_text(LOCK)
+    params = load_params(ROOT / "params.yaml")
+    meta = build_metadata(params, "baseline", lock_path=tmp_path / "dvc.lock", root=tmp_path)
+    path = tmp_path / "run.trec"
+    io.write_trec_run(_run(), path, tag="baseline", metadata=meta)
+    lines = path.read_text().splitlines()
+    assert lines[0] == "# ir_metadata.start"
+    end = lines.index("# ir_metadata.end")
+    assert all(x.startswith("#") for x in lines[:end]) and lines[end + 1].startswith("1 Q0 a 1")
+    block = yaml.safe_load("\n".join(x[2:] for x in lines[1:end]))
+    assert block == meta == read_metadata(path)
+    assert block["schema-version"] == 0.1 and block["tag"] == "baseline"
+    assert set(block) >= {"platform", "implementation", "method", "data"}
+    rerank = block["method"]["retrieval"][1]
+    assert rerank["checkpoint"]["md5"] == "fedcba9876543210fedcba9876543210.dir"
+    assert rerank["params"]["loss"] == params.methods["baseline"].loss
+    assert block["data"]["other"][0]["md5"] == "0123456789abcdef0123456789abcdef"
+    assert block["data"]["test collection"]["name"] == params.dataset.name
+    assert io.read_trec_run(path).equals(_run().select("query_id", "doc_id", "score", "rank"))
+    plain = tmp_path / "plain.trec"
+    io.write_trec_run(_run(), plain, tag="baseline")
+    assert read_metadata(plain) is None and io.read_trec_run(plain).equals(io.read_trec_run(path))
+
+
+def test_gzipped_run_with_block_is_read(tmp_path: Path) -> None:
+    params = load_params(ROOT / "params.yaml")
+    text = "\n".join(io.ir_metadata_lines(build_metadata(params, "baseline", root=tmp_path)))
+    path = tmp_path / "run.trec.gz"
+    path.write_bytes(gzip.compress((text + "\n1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n").encode()))
+    assert io.read_trec_run(path)["doc_id"].to_list() == ["a", "b"]
+    assert read_metadata(path)["tag"] == "baseline"  # type: ignore[index]
+
+
+def test_metadata_is_deterministic_and_names_no_machine(tmp_path: Path) -> None:
+    params = load_params(ROOT / "params.yaml")
+    first = build_metadata(params, "baseline", lock_path=tmp_path / "none", root=tmp_path)
+    assert first == build_metadata(params, "baseline", lock_path=tmp_path / "none", root=tmp_path)
+    text = yaml.safe_dump(first)
+    assert "hardware" not in text and "commit" not in text and "checkpoint" not in text
+    zero = build_metadata(params, "zero-shot", root=tmp_path)["method"]["retrieval"][1]
+    assert "fine-tuned" not in zero["method"] and "loss" not in zero["params"]
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+def test_source_names_code_trees_and_a_dirty_tree(tmp_path: Path) -> None:
+    for name in ("pipeline", "stages"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "a.py").write_text("x = 1\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "add", "-A")
+    _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "c")
+    clean = source(tmp_path)
+    assert set(clean["tree"]) == {"pipeline", "stages"} and "dirty" not in clean
+    assert "commit" not in clean and len(source(tmp_path, commit=True)["commit"]) == 40
+    (tmp_path / "pipeline" / "a.py").write_text("x = 2\n")
+    assert source(tmp_path)["dirty"] is True
+    assert source(tmp_path)["tree"] == clean["tree"]  # HEAD's trees
+
+
+def test_remote_urls_lose_credentials_and_local_paths() -> None:
+    assert _public_url("https://user:tok@github.com/o/r.git") == "https://github.com/o/r.git"
+    assert _public_url("git@github.com:o/r.git") == "git@github.com:o/r.git"
+    assert _public_url("/work/main") is None and _public_url(None) is None

@@ -1,0 +1,73 @@
+"""Variation table and per-bin figure of the report (SPEC §4.5)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from pipeline.report.variation import (
+    variation_figure,
+    variation_frame,
+    variation_keys,
+    variation_markdown,
+    write_variation,
+)
+
+P = "var.nDCG@10"
+METRICS: dict[str, dict[str, object]] = {
+    "bm25": {
+        "MRR@10": 0.5,
+        f"{P}.mean": 0.4,
+        f"{P}.std": 0.2,
+        f"{P}.cv": 0.5,
+        f"{P}.easy.mean": 0.6,
+        f"{P}.medium.mean": 0.4,
+        f"{P}.hard.mean": 0.2,
+        f"{P}.bin_spread": 0.4,
+        "lexicon": "default",
+    },
+    "equalize": {
+        f"{P}.mean": 0.45,
+        f"{P}.easy.mean": 0.5,
+        f"{P}.medium.mean": 0.45,
+        f"{P}.hard.mean": 0.4,
+        f"{P}.bin_spread": 0.1,
+    },
+}
+
+
+def test_frame_and_markdown() -> None:
+    frame = variation_frame(METRICS)
+    assert frame["method"].to_list() == ["bm25", "equalize"]
+    assert "MRR@10" not in frame.columns
+    assert frame.columns[1:] == [k for k in variation_keys() if k in frame.columns]
+    assert frame[f"{P}.bin_spread"].to_list() == [0.4, 0.1]
+    assert frame[f"{P}.std"].to_list() == [0.2, None]
+    md = variation_markdown(frame)
+    assert "| method | mean | std | cv | easy.mean | medium.mean | hard.mean | bin_spread |" in md
+    assert "| bm25 | 0.400 | 0.200 | 0.500 | 0.600 | 0.400 | 0.200 | 0.400 |" in md
+    assert "| equalize | 0.450 |  |  | 0.500 | 0.450 | 0.400 | 0.100 |" in md
+
+
+def test_figure_has_one_line_per_method() -> None:
+    fig = variation_figure(variation_frame(METRICS))
+    ax = fig.axes[0]
+    assert [line.get_label() for line in ax.get_lines()] == ["bm25", "equalize"]
+    ydata: list[float] = ax.get_lines()[0].get_ydata().tolist()  # type: ignore[union-attr]
+    assert ydata == pytest.approx([0.6, 0.4, 0.2])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["easy", "medium", "hard"]
+
+
+def test_write_variation(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    written = write_variation(METRICS, tmp_path / "metrics", tmp_path / "plots")
+    assert written == [
+        tmp_path / "metrics" / "variation.md",
+        tmp_path / "plots" / "variation_bins.png",
+    ]
+    assert (tmp_path / "plots" / "variation_bins.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "bm25" in (tmp_path / "metrics" / "variation.md").read_text()
+    with caplog.at_level(logging.WARNING):
+        assert write_variation({"x": {"MRR@10": 0.1}}, tmp_path / "m2", tmp_path / "p2") == []
+    assert "variation table and figure skipped" in caplog.text
