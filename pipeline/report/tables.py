@@ -221,7 +221,8 @@ def _legend(
     correction: str = "bonferroni",
 ) -> str:
     refs = ", ".join(f"`{r}`" for r in reference)
-    ref = f" Row {refs}: the first-stage ranking, not compared." if reference else ""
+    ref = f" Rows {refs}: reference rows (first stage, untrained model), not compared."
+    ref = ref if reference else ""
     spread = " A method with several seeds shows mean ± std over its seeds." if seeds > 1 else ""
     per_query = " (each query's mean over seeds)" if seeds > 1 else ""
     name = CORRECTION_NAMES.get(correction, correction)
