@@ -141,15 +141,19 @@ def _read_tsv(path: Path, columns: Sequence[str], what: str) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=dict.fromkeys(names, pl.Utf8), orient="row")
 
 
+def _read_any(p: Path, columns: tuple[str, str], what: str) -> pl.DataFrame:
+    """A TSV (``columns``) or a JSONL/Parquet table; a missing TSV names the file."""
+    if _kind(p) != "text":
+        return _read_table_file(p, what)
+    if not p.exists():
+        raise io.ArtifactError(f"{p}: {what} file not found; check the path")
+    return _read_tsv(p, columns, what)
+
+
 def read_corpus(path: str | Path) -> pl.DataFrame:
     """`doc_id, text[, group]` from TSV, JSONL or Parquet (see the module docstring)."""
     p = Path(path)
-    if _kind(p) == "text":
-        if not p.exists():
-            raise io.ArtifactError(f"{p}: corpus file not found; check the path")
-        frame = _read_tsv(p, ("doc_id", "text"), "corpus")
-    else:
-        frame = _read_table_file(p, "corpus")
+    frame = _read_any(p, ("doc_id", "text"), "corpus")
     out = _canonical(frame, ("doc_id", "text"), p, "the corpus")
     out = out.with_columns(pl.col("doc_id").cast(pl.Utf8), pl.col("text").cast(pl.Utf8))
     dup = out.filter(pl.col("doc_id").is_duplicated())
@@ -164,12 +168,7 @@ def read_corpus(path: str | Path) -> pl.DataFrame:
 def read_queries(path: str | Path) -> pl.DataFrame:
     """`query_id[, text]` from TSV, JSONL or Parquet."""
     p = Path(path)
-    if _kind(p) == "text":
-        if not p.exists():
-            raise io.ArtifactError(f"{p}: queries file not found; check the path")
-        frame = _read_tsv(p, ("query_id", "text"), "queries")
-    else:
-        frame = _read_table_file(p, "queries")
+    frame = _read_any(p, ("query_id", "text"), "queries")
     wanted = ("query_id", "text") if any(a in frame.columns for a in ALIASES["text"]) else ()
     out = _canonical(frame, wanted or ("query_id",), p, "the queries")
     return out.select(pl.all().cast(pl.Utf8)).drop("group", strict=False)
