@@ -97,7 +97,9 @@ def main() -> None:
     if r:
         fam = ", ".join(f"{k} {v:.0f} s" for k, v in r["by_family_s"].items())
         total = r["total_s"] / 60
-        sys.stdout.write(f"\n`dvc repro --force`: {total:.1f} min, {r['stages']} stages ({fam}).\n")
+        mode = "from an empty cache" if r.get("mode") == "empty cache" else "--force"
+        line = f"\n`dvc repro` ({mode}): {total:.1f} min, {r['stages']} stages ({fam}).\n"
+        sys.stdout.write(line)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,27 @@ the config, so each check lives once and its error names the params key.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def did_you_mean(value: object, known: Iterable[object]) -> str:
+    """``"; did you mean 'x'?"`` for the known name closest to ``value``, else ``""``."""
+    close = difflib.get_close_matches(str(value), [str(k) for k in known], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def lookup(table: Mapping[str, T], name: str, what: str) -> T:
+    """``table[name]``; an unknown name raises ``ValueError`` naming ``what`` and listing the
+    known names, with the closest one as a "did you mean" (every registry's lookup)."""
+    if name not in table:
+        hint = did_you_mean(name, table)
+        raise ValueError(f"unknown {what} {name!r}; known: {sorted(table)}{hint}")
+    return table[name]
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ running the default.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import types
 import typing
 from collections.abc import Mapping
@@ -19,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 
-from pipeline.config import Range
+from pipeline.config import Range, did_you_mean
 from pipeline.models.config import ModelConfig
 from pipeline.ordering import ORDERINGS, get_ordering
 from pipeline.schemas import PSI_SOURCE
@@ -246,10 +245,9 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     if origin is Literal:
         choices = typing.get_args(tp)
         if value not in choices:
-            close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ParamsError(
-                f"params key {key!r}: unknown value {value!r}; known: {list(choices)}{hint}"
+                f"params key {key!r}: unknown value {value!r}; known: {list(choices)}"
+                + did_you_mean(value, choices)
             )
         return value
     if origin in (typing.Union, types.UnionType):
@@ -271,14 +269,6 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
         if not isinstance(value, list):
             raise ParamsError(f"params key {key!r}: expected a list, got {value!r}")
         return [_coerce(v, item, f"{key}[{i}]") for i, v in enumerate(value)]
-    if origin is typing.Literal:
-        choices = typing.get_args(tp)
-        if value not in choices:
-            raise ParamsError(
-                f"params key {key!r}: unknown value {value!r}; known: {list(choices)}"
-                + _did_you_mean(value, [str(c) for c in choices])
-            )
-        return value
     ok = (
         (tp is float and isinstance(value, int | float) and not isinstance(value, bool))
         or (tp is int and isinstance(value, int) and not isinstance(value, bool))
@@ -291,13 +281,6 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
             f"({type(value).__name__}); fix it in params.yaml or your `-S` override."
         )
     return float(value) if tp is float else value
-
-
-def _did_you_mean(value: object, known: list[str]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(str(value), known, n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _check_range(key: str, value: Any) -> None:

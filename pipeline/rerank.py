@@ -10,12 +10,16 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import polars as pl
 import torch
 from torch import Tensor
 
+from pipeline import io, schemas
 from pipeline.models.base import Key, Ranker
+from pipeline.params import Params
+from pipeline.provenance import build_metadata
 
 logger = logging.getLogger(__name__)
 
@@ -100,3 +104,33 @@ def rerank_folds(
         ranker.preload(features or {})
         runs.append(rerank(ranker, part.drop("fold"), batch_size))
     return pl.concat(runs)
+
+
+def write_method_runs(
+    params: Params,
+    method: str,
+    load: Callable[[int, str, int], Ranker],
+    candidates: pl.DataFrame,
+    texts: tuple[Mapping[str, str], Mapping[str, str]],
+    features: Mapping[Key, Tensor] | None = None,
+    *,
+    models: Path | None = None,
+    out: Path = Path("runs"),
+) -> None:
+    """Rerank with ``load(seed, seed folder, fold)`` for every seed of ``train.seeds`` (one
+    seed, ``train.seed``, for an untrained model) → ``<out>/<method>/[seed-<n>/]run.parquet``
+    and ``run.trec`` (with its ir_metadata header). ``models``: the trained models' root,
+    hashed into the metadata (``models/<method>``)."""
+    runs = params.train.seed_runs() if method in params.methods else [(params.train.seed, "")]
+    for seed, sub in runs:
+        run = rerank_folds(
+            lambda fold, s=seed, d=sub: load(s, d, fold),  # type: ignore[misc]
+            candidates, texts, params.rerank.batch_size, features,
+        )  # fmt: skip
+        folder = out / method / sub
+        io.write_table(run, str(folder / "run.parquet"), schemas.RUN)
+        model_dir = models / sub if models is not None else None
+        meta = build_metadata(params, method, seed=seed, model_dir=model_dir)
+        io.write_trec_run(run, str(folder / "run.trec"), tag=method, metadata=meta)
+        n_queries = run["query_id"].n_unique()
+        logger.info("%s: %s: %d queries, %d rows", method, folder, n_queries, run.height)

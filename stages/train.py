@@ -1,5 +1,8 @@
 """Stage `train@<method>`: one ranker of `model.arch` per fold (and seed) on the method's
-ordered triples and loss → `models/<method>/[seed-<n>/]fold-<k>/` (pipeline.train.method)."""
+ordered triples and loss → `models/<method>/[seed-<n>/]fold-<k>/` (pipeline.train.method),
+then each saved fold model reranks its fold's BM25 candidates → `runs/<method>/[seed-<n>/]`
+`run.parquet` + `run.trec` (pipeline.rerank). One process for both: the default run has 22
+methods, and a separate rerank process per method cost ~10 s of start-up each."""
 
 from __future__ import annotations
 
@@ -8,7 +11,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline import io, schemas
+from pipeline.models.base import Ranker
+from pipeline.models.features import load_features
+from pipeline.models.registry import load_ranker
 from pipeline.params import get_method
+from pipeline.rerank import write_method_runs
 from pipeline.train import distributed
 from pipeline.train.method import train_method
 from stages.common import run_stage, setup, texts, torch_threads
@@ -22,15 +29,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     torch_threads(ns.params)
     ordered = io.read_table(f"data/order/{ns.method}.parquet", schemas.ORDERED_TRIPLES)
     doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
-    curve = train_method(
-        ns.params, ns.method, ordered, texts(), doc_scores, Path("models", ns.method)
-    )
+    features, text = load_features("data/features.safetensors"), texts()
+    models = Path("models", ns.method)
+    curve = train_method(ns.params, ns.method, ordered, text, doc_scores, models, features)
     if not distributed.is_main():  # under torchrun, rank 0 alone writes the outputs
         return
     io.write_text(curve.write_csv(), f"plots/train/{ns.method}.csv")
     log.info(
         "train@%s: %d logged steps, final loss %.4f", ns.method, curve.height, curve["loss"][-1]
     )
+
+    def load(seed: int, sub: str, fold: int) -> Ranker:  # the saved model, as users get it
+        return load_ranker(models / sub / f"fold-{fold}")
+
+    candidates = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
+    write_method_runs(ns.params, ns.method, load, candidates, text, features, models=models)
 
 
 if __name__ == "__main__":

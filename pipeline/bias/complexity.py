@@ -48,14 +48,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
-import pyphen
-from wordfreq import top_n_list
 
 from pipeline.bias.tokenize import words_tokens
 from pipeline.schemas import COMPLEXITY_INDICES
+
+if TYPE_CHECKING:
+    import pyphen
 
 logger = logging.getLogger(__name__)
 
@@ -93,11 +94,15 @@ class Words:
 @cache
 def frequent_words() -> frozenset[str]:
     """The 2,000 most frequent English words (wordfreq's shipped frequency list)."""
+    from wordfreq import top_n_list  # here: wordfreq loads its lists at import (~0.5 s)
+
     return frozenset(top_n_list("en", FREQUENT_WORDS))
 
 
 @cache
 def _hyphenator() -> pyphen.Pyphen:
+    import pyphen
+
     return pyphen.Pyphen(lang="en_US")
 
 

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,6 +15,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModel, AutoModelForSequenceClassification
 
+from pipeline.config import lookup
 from pipeline.models.base import ModelConfig, Ranker, read_meta
 from pipeline.models.bi_encoder import BiEncoder
 from pipeline.models.cross_encoder import CrossEncoder
@@ -47,11 +47,7 @@ MODELS: dict[str, Family] = {
 
 
 def get_family(arch: str) -> Family:
-    if arch not in MODELS:
-        close = difflib.get_close_matches(arch, MODELS, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"unknown model.arch {arch!r}; known: {sorted(MODELS)}{hint}")
-    return MODELS[arch]
+    return lookup(MODELS, arch, "model.arch")
 
 
 def build_ranker(cfg: ModelConfig, seed: int = 0) -> Ranker:

@@ -13,10 +13,10 @@ An ordering takes the triples, the per-document scores, its config and the metho
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import pkgutil
 
+from pipeline.config import lookup
 from pipeline.ordering._apply import apply_ordering, psi_profile
 from pipeline.ordering._curriculum import bucket_probabilities
 from pipeline.ordering.common import DIRECTIONS, Inputs, NoConfig, Ordering
@@ -46,11 +46,7 @@ ORDERINGS: dict[str, Ordering] = _collect()
 
 def get_ordering(name: str) -> Ordering:
     """The record of ordering ``name``; an unknown name lists the known ones."""
-    if name not in ORDERINGS:
-        close = difflib.get_close_matches(name, list(ORDERINGS), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"unknown ordering {name!r}; known: {sorted(ORDERINGS)}{hint}")
-    return ORDERINGS[name]
+    return lookup(ORDERINGS, name, "ordering")
 
 
 __all__ = [

@@ -116,6 +116,21 @@ def seeded_shuffle(frame: pl.DataFrame, seed: Seed) -> pl.DataFrame:
     return numbered(frame[perm])
 
 
+@dataclass(frozen=True)
+class ShuffleConfig:
+    """``orderings.<name>`` of an ordering whose result is shuffled (``shuffle``, the
+    filters, ``lws``): ``by_query`` shuffles queries and keeps each query's triples together
+    (in a random order), so a training batch holds one query's counterfactual versions and
+    shares their texts; ``false`` shuffles the triples themselves."""
+
+    by_query: bool = False
+
+
+def shuffled(frame: pl.DataFrame, seed: Seed, by_query: bool) -> pl.DataFrame:
+    """:func:`query_shuffle` with ``by_query``, else :func:`seeded_shuffle`."""
+    return query_shuffle(frame, seed) if by_query else seeded_shuffle(frame, seed)
+
+
 def query_shuffle(frame: pl.DataFrame, seed: Seed) -> pl.DataFrame:
     """Queries in a uniformly random order, each query's rows contiguous and themselves in a
     random order (one seeded permutation of rows, then a stable sort by a random query rank):
@@ -129,9 +144,15 @@ def query_shuffle(frame: pl.DataFrame, seed: Seed) -> pl.DataFrame:
 
 
 def filtered_by_psi(
-    triples: pl.DataFrame, doc_scores: pl.DataFrame, inp: Inputs, keep: pl.Expr, name: str
+    triples: pl.DataFrame,
+    doc_scores: pl.DataFrame,
+    inp: Inputs,
+    keep: pl.Expr,
+    name: str,
+    by_query: bool = False,
 ) -> pl.DataFrame:
-    """Triples whose positive satisfies ``keep`` (an expression on ``psi``), seeded shuffle.
+    """Triples whose positive satisfies ``keep`` (an expression on ``psi``), shuffled as the
+    ``shuffle`` ordering does (``by_query``: queries shuffled, a query's triples together).
 
     No triple left raises ``ValueError`` naming the ordering and the Ψ column.
     """
@@ -142,4 +163,4 @@ def filtered_by_psi(
             f"ordering {name!r} keeps none of the {triples.height} triples (psi={inp.psi!r}, "
             f"{PSI_SOURCE[inp.psi]}); choose another psi column or ordering"
         )
-    return seeded_shuffle(kept, inp.seed)
+    return shuffled(kept, inp.seed, by_query)

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.config import Range
-from pipeline.ordering.common import Inputs, Ordering, rng, seeded_shuffle, with_positive_psi
+from pipeline.ordering.common import Inputs, Ordering, rng, shuffled, with_positive_psi
 from pipeline.schemas import PSI_SOURCE
 
 logger = logging.getLogger(__name__)
@@ -104,10 +104,13 @@ def replace_negatives(
 @dataclass(frozen=True)
 class LwsConfig:
     """``orderings.lws``: ``rate`` = share of triples whose negative is replaced; ``top`` =
-    draw among the query's ``top`` most biased non-relevant BM25 candidates."""
+    draw among the query's ``top`` most biased non-relevant BM25 candidates; ``by_query``:
+    shuffled as ``orderings.shuffle.by_query`` does (set both alike, so that ``lws`` differs
+    from the baseline only in its negatives)."""
 
     rate: Annotated[float, Range(ge=0, le=1)] = 0.6
     top: Annotated[int, Range(ge=1)] = 5
+    by_query: bool = False
 
 
 def lws(
@@ -117,20 +120,20 @@ def lws(
 
     The replacement is drawn uniformly among the query's ``cfg.top`` non-relevant BM25
     candidates of largest |Ψ| (Ψ > 0; column ``inp.psi``). The result is shuffled with
-    ``inp.seed`` as the baseline is; ``source`` marks replaced triples ``"lws"``.
+    ``inp.seed`` as the baseline is (``cfg.by_query``); ``source`` marks replaced triples ``"lws"``.
     **Decision** (the paper does not fix it): draw among the top ``top`` (default 5).
     Paper: Bigdeli et al., "A Light-Weight Strategy for Restraining Gender Biases in Neural
     Rankers", ECIR 2022 (code: aminbigdeli/bias_aware_neural_ranking).
     Inputs: triples, ``doc_scores``; tables ``train_candidates`` (query_id, doc_id, rank: the
     training queries' BM25 candidates) and ``qrels`` (query_id, doc_id, relevance);
-    ``orderings.lws`` (``rate``, ``top``); ``inp.psi``, ``inp.seed``.
+    ``orderings.lws`` (``rate``, ``top``, ``by_query``); ``inp.psi``, ``inp.seed``.
     """
     candidates = inp.table("train_candidates", ("query_id", "doc_id", "rank"), NAME)
     qrels = inp.table("qrels", ("query_id", "doc_id", "relevance"), NAME)
     pool = biased_pool(triples, doc_scores, candidates, qrels, inp.psi, cfg.top)
     gen = rng(inp.seed, 1)  # independent of the shuffle's stream
     replaced = replace_negatives(triples, pool, cfg.rate, gen)
-    return seeded_shuffle(with_positive_psi(replaced, doc_scores, inp.psi), inp.seed)
+    return shuffled(with_positive_psi(replaced, doc_scores, inp.psi), inp.seed, cfg.by_query)
 
 
 RECORD = Ordering(

@@ -2,26 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import polars as pl
 
-from pipeline.ordering.common import (
-    Inputs,
-    Ordering,
-    query_shuffle,
-    seeded_shuffle,
-    with_positive_psi,
-)
-
-
-@dataclass(frozen=True)
-class ShuffleConfig:
-    """``orderings.shuffle``: ``by_query`` shuffles queries and keeps each query's triples
-    together (in a random order), so a training batch holds one query's counterfactual
-    versions and shares their texts; ``false`` shuffles the triples themselves."""
-
-    by_query: bool = False
+from pipeline.ordering.common import Inputs, Ordering, ShuffleConfig, shuffled, with_positive_psi
 
 
 def shuffle(
@@ -34,7 +17,9 @@ def shuffle(
     (``train.seed``); ``orderings.shuffle.by_query``.
     """
     scored = with_positive_psi(triples, doc_scores, inp.psi)
-    return query_shuffle(scored, inp.seed) if cfg.by_query else seeded_shuffle(scored, inp.seed)
+    return shuffled(scored, inp.seed, cfg.by_query)
 
 
 RECORD = Ordering("shuffle", shuffle, ShuffleConfig)
+
+__all__ = ["RECORD", "ShuffleConfig", "shuffle"]

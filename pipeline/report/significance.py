@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from pipeline.metrics.variation import COMPLEXITY
 from pipeline.stats import (
     BOOTSTRAP_SAMPLES,
     BOOTSTRAP_SEED,
@@ -101,9 +102,15 @@ def as_seeds(frames: PerQuery) -> dict[int, pl.DataFrame]:
     return dict(frames)
 
 
+QUERY_ATTRIBUTES = frozenset({COMPLEXITY})
+"""Float64 per-query columns that describe the query, not the ranking (the same for every
+method): never compared."""
+
+
 def metric_columns(frame: pl.DataFrame) -> list[str]:
-    """The Float64 metric columns of a per-query frame (count columns are Int64)."""
-    return [c for c, t in frame.schema.items() if t == pl.Float64]
+    """The Float64 metric columns of a per-query frame (count columns are Int64; query
+    attributes such as ``var.complexity`` are not metrics)."""
+    return [c for c, t in frame.schema.items() if t == pl.Float64 and c not in QUERY_ATTRIBUTES]
 
 
 def query_means(frames: PerQuery, metric: str) -> pl.DataFrame:

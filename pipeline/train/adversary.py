@@ -2,8 +2,11 @@
 
 Paper: Rekabsaz, Kopeinik & Schedl, "Societal Biases in Retrieved Contents: Measurement
 Framework and Adversarial Mitigation for BERT Rankers", SIGIR 2021 (AdvBERT).
-Inputs: the [CLS] vectors of both documents of each triple (``CrossEncoder.forward_with_cls``),
-their neutrality ζ, an :class:`AdversaryHead` and ``adv_weight``.
+Inputs: each document's representation from the ranker's family (``Ranker.forward``: the
+cross-encoder's [CLS], the bi-encoder's pooled document vector, …; SPEC §5.1), its
+neutrality ζ, an :class:`AdversaryHead` and ``adv_weight``. :class:`AdversaryTerm` is the
+loss term the trainer adds to a method's ranking loss (``train_model(..., terms=[...])``);
+the ranker itself never carries the head.
 
 The head learns to predict the protected label ``1 if ζ(d) < 1 else 0`` from [CLS]; the
 gradient-reversal layer between encoder and head flips the sign of the adversary's gradient
@@ -18,6 +21,8 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+
+from pipeline.train.terms import LossTerm
 
 
 class GradReverse(torch.autograd.Function):
@@ -44,8 +49,6 @@ class AdversaryHead(nn.Module):
 
     Runs in float32 (also under bf16 autocast), like the ranker's score head.
     """
-
-    adv_weight: float = 1.0  # weight of the adversary's loss, set by `attach_adversary`
 
     def __init__(self, hidden_size: int, seed: int = 0, init_std: float = 0.02) -> None:
         super().__init__()
@@ -96,3 +99,30 @@ def adversary_accuracy(cls: Tensor, zeta: Tensor, head: AdversaryHead) -> float:
     with torch.no_grad():
         pred = head(cls).argmax(dim=-1)
         return float((pred == protected_labels(zeta.to(pred.device))).float().mean())
+
+
+class AdversaryTerm(LossTerm):
+    """AdvBERT's loss term: ``weight × CE(head(GRL(r_d)), 1[ζ(d) < 1])`` over the
+    representation ``r_d`` of every document of the batch (:func:`adversarial_loss`).
+
+    A trainable term: the trainer puts its head in the optimiser, the gradient clipping and
+    the checkpoints beside the ranker, and drops it after training (the ranker alone is
+    saved and reranks). ``needs``: the per-document tensors it reads (``Groups.bias``).
+    """
+
+    needs: tuple[str, ...] = ("zeta",)
+
+    def __init__(self, repr_dim: int, weight: float, seed: int = 0) -> None:
+        super().__init__()
+        self.head = AdversaryHead(repr_dim, seed=seed)
+        self.weight = float(weight)
+
+    def extra_repr(self) -> str:
+        return f"weight={self.weight}"
+
+    def forward(self, reprs: Tensor, docs: dict[str, Tensor]) -> Tensor:
+        """The term's value from document representations ``[n, d]`` and their ``docs``
+        tensors (``zeta`` ``[n]``)."""
+        zeta = docs["zeta"]
+        none = reprs.new_zeros((0, reprs.shape[-1]))
+        return adversarial_loss(reprs.float(), none, zeta, zeta[:0], self.head, self.weight)

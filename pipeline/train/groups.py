@@ -11,7 +11,7 @@ encoded once per step, however many pairs share them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import polars as pl
@@ -105,16 +105,29 @@ def prepare_groups(
     return Groups(qids, docs, tensors, mask)
 
 
+def base_names(needs: Collection[str]) -> set[str]:
+    """Per-document tensor names behind a loss record's batch keys (``psi_pos`` → ``psi``)."""
+    return {key.removesuffix("_pos").removesuffix("_neg") for key in needs}
+
+
 def pair_batch(
-    groups: Groups, idx: list[int], scores: Tensor
+    groups: Groups, idx: list[int], scores: Tensor, needs: Collection[str] | None = None
 ) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
     """Flatten the groups ``idx`` (scores ``[len(idx), group_size]``) into their pairs:
-    ``(s_pos [P], s_neg [P], batch)`` with ``<name>_pos``/``<name>_neg`` per pair and
-    ``group``/``slot`` (which group, which negative) for listwise losses."""
+    ``(s_pos [P], s_neg [P], batch)`` with ``group``/``slot`` (which group, which negative)
+    for listwise losses and ``<name>_pos``/``<name>_neg`` per pair for the tensors a loss
+    ``needs`` (its record's batch keys; ``None``: every tensor of ``groups``)."""
     mask = groups.mask[idx].to(scores.device)
     g, j = mask[:, 1:].nonzero(as_tuple=True)
     batch = {"group": g, "slot": j}
-    for name, t in groups.bias.items():
-        t = t[idx].to(scores.device)
+    names = set(groups.bias) if needs is None else base_names(needs)
+    missing = names - set(groups.bias)
+    if missing:
+        raise ValueError(
+            f"the loss needs per-document {sorted(missing)}, which the training groups lack "
+            f"(they carry {sorted(groups.bias)}); pass them to prepare_groups"
+        )
+    for name in sorted(names):
+        t = groups.bias[name][idx].to(scores.device)
         batch[f"{name}_pos"], batch[f"{name}_neg"] = t[g, 0], t[g, j + 1]
     return scores[g, 0], scores[g, j + 1], batch

@@ -1,13 +1,14 @@
-"""Training loop of the cross-encoder on ordered triples with a registered pairwise loss (SPEC §5).
+"""Training loop of a ranker of any family on training groups with a registered loss (SPEC §5).
 
-The triples are read in the order given (an upstream ordering stage shuffles or orders them);
-each step scores the positive and negative documents of ``batch_size`` triples in one
-forward pass (dynamic padding), applies the loss, AdamW and a linear warm-up/decay schedule.
-Runs are deterministic on CPU for a fixed seed. With ``checkpoint_dir`` a run saves
-checkpoints and resumes from them (``pipeline.train.checkpoint``: a resumed CPU run ends with
-the same weights as an uninterrupted one); with ``devices > 1`` it trains under
-DistributedDataParallel (``pipeline.train.distributed``).
-"""
+The groups are read in the order given (an upstream ordering stage shuffles or orders the
+triples); each step scores the documents of ``batch_size`` groups in one forward pass (each
+distinct text encoded once, dynamic padding), applies the method's loss (only the tensors
+its record ``needs``) plus any trainable loss terms (``pipeline.train.terms``: AdvBERT's
+adversary), AdamW and a linear warm-up/decay schedule. Runs are deterministic on CPU for a
+fixed seed. With ``checkpoint_dir`` a run saves checkpoints and resumes from them
+(``pipeline.train.checkpoint``: a resumed CPU run ends with the same weights as an
+uninterrupted one); with ``devices > 1`` it trains under DistributedDataParallel
+(``pipeline.train.distributed``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import polars as pl
@@ -31,7 +33,6 @@ from pipeline.models.base import Ranker
 from pipeline.models.encoders import resolve_device
 from pipeline.progress import progress
 from pipeline.train import distributed
-from pipeline.train.adversary import AdversaryHead, adversarial_loss
 from pipeline.train.checkpoint import (
     Checkpointer,
     TrainState,
@@ -40,11 +41,12 @@ from pipeline.train.checkpoint import (
 )
 from pipeline.train.distributed import Rank
 from pipeline.train.groups import Groups, doc_bias, pair_batch, prepare_groups
-from pipeline.train.losses import LossFn, get_loss
+from pipeline.train.losses import LossFn, get_record
+from pipeline.train.terms import LossTerm
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Groups", "TrainConfig", "doc_bias", "prepare_groups", "train_model"]
+__all__ = ["Groups", "LossTerm", "TrainConfig", "doc_bias", "prepare_groups", "train_model"]
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,7 @@ def train_model(
     loss_params: Mapping[str, float],
     cfg: TrainConfig,
     *,
+    terms: Sequence[LossTerm] = (),
     checkpoint_dir: str | Path | None = None,
     checkpoint_every: int | None = None,
 ) -> pl.DataFrame:
@@ -150,18 +153,20 @@ def train_model(
     ``cfg.log_every`` steps and at the last step; a non-finite loss raises an error.
     ``checkpoint_dir``: resume from the checkpoint there when it belongs to this run, and save
     one every ``checkpoint_every`` steps. ``cfg.devices > 1`` spawns that many DDP ranks
-    (unless already under ``torchrun``); ``model`` then gets rank 0's trained weights. A model
-    carrying an ``adversary`` head (AdvBERT, :func:`attach_adversary`) adds the adversary's
-    loss through gradient reversal.
+    (unless already under ``torchrun``); ``model`` then gets rank 0's trained weights.
+    ``terms``: trainable loss terms added to the ranking loss (AdvBERT's
+    :class:`~pipeline.train.adversary.AdversaryTerm`); they train with the model (optimiser,
+    clipping, checkpoints) and stay outside it. Each step builds only the per-document
+    tensors that the loss record and the terms ``need``.
     """
-    loss_fn = get_loss(loss_name)
+    record = get_record(loss_name)
     if len(groups) == 0:
         raise ValueError("no training triples")
     check_checkpoint_args(checkpoint_dir, checkpoint_every)
     rank = distributed.init_from_env(cfg.device)
+    if terms and (cfg.devices > 1 or rank.world > 1):
+        raise ValueError("train.devices > 1 is not supported with an AdvBERT adversary yet")
     if rank.world == 1 and cfg.devices > 1:
-        if getattr(model, "adversary", None) is not None:
-            raise ValueError("train.devices > 1 is not supported with an AdvBERT adversary yet")
         args = (groups, loss_name, loss_params, cfg)
         kwargs = {"checkpoint_dir": checkpoint_dir, "checkpoint_every": checkpoint_every}
         rows = distributed.launch(_rank_entry, model.cpu(), args, kwargs, cfg.device)
@@ -169,15 +174,16 @@ def train_model(
         return _curve(rows)
     distributed.check_world(cfg.devices, cfg.batch_size, rank)
     device = distributed.rank_device(cfg.device, rank)
-    run = _Run(model, groups, loss_fn, loss_params, device, rank)
+    run = _Run(model, groups, record.fn, loss_params, device, rank, record.needs,
+               _Trainable(model, terms))  # fmt: skip
     saver = _checkpointer(checkpoint_dir, checkpoint_every, run, cfg, loss_name)
     torch.manual_seed(cfg.seed + rank.rank)
-    model.to(device).train()
+    run.trainable.to(device).train()
     model.warm([q for q, ds in zip(groups.qids, groups.docs, strict=True) for _ in ds],
                [d for ds in groups.docs for d in ds])  # fmt: skip
     start = time.perf_counter()
     state = run.steps(cfg, f"train {loss_name}", saver)
-    model.eval()
+    run.trainable.eval()
     seconds = max(time.perf_counter() - start, 1e-9)
     if rank.is_main:
         msg = "trained %s: %d steps, %d groups in %.1f s (%.1f groups/s) on %s x %d"
@@ -200,8 +206,9 @@ def _checkpointer(
     config = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("device", "devices")}
     settings: dict[str, object] = {"config": config, "params": dict(run.params), "loss": loss}
     settings |= {"world": run.rank.world, "model": dataclasses.asdict(run.model.cfg)}
+    settings["terms"] = [repr(t) for t in run.trainable.terms]
     inputs = (_pairs_frame(run.groups), run.model.queries, run.model.docs)
-    key = run_fingerprint(settings, inputs, run.groups.bias.values(), run.model)
+    key = run_fingerprint(settings, inputs, run.groups.bias.values(), run.trainable)
     return Checkpointer(Path(directory), every, key, run.rank, run.device)
 
 
@@ -215,6 +222,19 @@ def _curve(rows: list[dict[str, float]]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"step": pl.Int64, "loss": pl.Float64, "lr": pl.Float64})
 
 
+class _Trainable(nn.Module):
+    """The ranker and the loss terms that train with it: one parameter list for the
+    optimiser and the clipping, one state for checkpoints."""
+
+    ranker: Ranker
+    terms: nn.ModuleList
+
+    def __init__(self, ranker: Ranker, terms: Sequence[LossTerm]) -> None:
+        super().__init__()
+        self.ranker = ranker
+        self.terms = nn.ModuleList(terms)
+
+
 @dataclass
 class _Run:
     model: Ranker
@@ -223,12 +243,14 @@ class _Run:
     params: Mapping[str, float]
     device: torch.device
     rank: Rank
+    needs: tuple[str, ...]
+    trainable: _Trainable
 
     def steps(self, cfg: TrainConfig, desc: str, saver: Checkpointer | None) -> TrainState:
         """Run the optimiser steps not done yet; the final state (curve rows, pairs seen)."""
         total = cfg.total_steps(len(self.groups))
-        optimizer, scheduler = _optimizer(self.model, cfg, self.device, total)
-        state = saver.resume(self.model, optimizer, scheduler) if saver else TrainState()
+        optimizer, scheduler = _optimizer(self.trainable, cfg, self.device, total)
+        state = saver.resume(self.trainable, optimizer, scheduler) if saver else TrainState()
         net = distributed.wrap(self.model, self.device, self.rank)
         bar = progress(total=total, initial=state.step, desc=desc, unit="step",
                        disable=not self.rank.is_main)  # fmt: skip
@@ -246,7 +268,7 @@ class _Run:
                 state.rows.append({"step": step, "loss": mean, "lr": lr})
                 state.window = []
             if saver:
-                saver.step_done(state, self.model, optimizer, scheduler)
+                saver.step_done(state, self.trainable, optimizer, scheduler)
         bar.close()
         return state
 
@@ -264,7 +286,10 @@ class _Run:
             )
         lr = float(optimizer.param_groups[0]["lr"])
         _update(
-            self.model, optimizer, loss if self.rank.world == 1 else loss * weight, cfg.grad_clip
+            self.trainable,
+            optimizer,
+            loss if self.rank.world == 1 else loss * weight,
+            cfg.grad_clip,
         )
         return value, lr
 
@@ -279,28 +304,16 @@ class _Run:
         mask = g.mask[idx].to(self.device)
         table = torch.zeros(mask.shape, device=self.device, dtype=torch.float32)
         table = table.masked_scatter(mask, scores.float())
-        s_pos, s_neg, batch = pair_batch(g, idx, table)
+        s_pos, s_neg, batch = pair_batch(g, idx, table, self.needs)
         loss = self.loss_fn(s_pos, s_neg, batch, self.params)
-        adversary = getattr(self.model, "adversary", None)
-        if adversary is not None:
-            zeta = g.bias["zeta"][idx].to(self.device)[mask]
-            none = reprs.new_zeros((0, reprs.shape[-1]))
-            weight = float(adversary.adv_weight)
-            loss = loss + adversarial_loss(reprs.float(), none, zeta, zeta[:0], adversary, weight)
+        for term in cast("Sequence[LossTerm]", self.trainable.terms):
+            docs = {k: g.bias[k][idx].to(self.device)[mask] for k in term.needs}
+            loss = loss + term(reprs, docs)
         return loss
 
 
-def attach_adversary(model: Ranker, weight: float, seed: int) -> None:
-    """Give `model` an AdvBERT adversary head (SPEC §6.5) trained with it; being a submodule,
-    it is in the optimiser, the gradient clipping and the checkpoints. Remove it with
-    ``del model.adversary`` before saving the ranker."""
-    head = AdversaryHead(model.repr_dim, seed=seed)
-    head.adv_weight = weight
-    model.add_module("adversary", head)
-
-
 def _optimizer(
-    model: Ranker, cfg: TrainConfig, device: torch.device, total: int
+    model: nn.Module, cfg: TrainConfig, device: torch.device, total: int
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW (no weight decay) with linear warm-up then linear decay to 0 at ``total``."""
     # fused AdamW: one kernel per step, several times faster than the per-tensor loop on CPU
@@ -312,7 +325,7 @@ def _optimizer(
 
 
 def _update(
-    model: Ranker, optimizer: torch.optim.Optimizer, loss: Tensor, clip: float | None
+    model: nn.Module, optimizer: torch.optim.Optimizer, loss: Tensor, clip: float | None
 ) -> None:
     optimizer.zero_grad(set_to_none=True)
     loss.backward()

@@ -5,7 +5,9 @@ builds the untrained ranker of ``model.arch``, binds the texts, trains it on the
 ordered triples with the method's loss, and saves it to ``<out>/<seed folder>/fold-<k>``.
 EqualizeIR methods (``loss: poe``) first train the weak learner f_B of the same family by
 ``weak_strategy`` and score the fold's training pairs with it; AdvBERT methods
-(``adv_weight``) train an adversary head on the family's document representation.
+(``adv_weight``) add an adversary loss term on the family's document representation
+(:class:`~pipeline.train.adversary.AdversaryTerm`), which is not saved with the ranker. The
+training groups carry only the per-document tensors the loss record and the terms need.
 """
 
 from __future__ import annotations
@@ -22,9 +24,12 @@ from pipeline.models.base import Key
 from pipeline.models.registry import build_ranker
 from pipeline.params import MethodParams, Params
 from pipeline.train import distributed, weak
+from pipeline.train.adversary import AdversaryTerm
 from pipeline.train.checkpoint import clear_checkpoint
-from pipeline.train.groups import doc_bias, prepare_groups
-from pipeline.train.loop import TrainConfig, attach_adversary, train_model
+from pipeline.train.groups import base_names, doc_bias, prepare_groups
+from pipeline.train.loop import TrainConfig, train_model
+from pipeline.train.losses import get_record
+from pipeline.train.terms import LossTerm
 
 log = logging.getLogger(__name__)
 
@@ -95,19 +100,20 @@ def train_method(
             ranker = build_ranker(params.model, seed)
             ranker.bind(*texts)
             ranker.preload(features)
+            terms: list[LossTerm] = []
             if m.adv_weight:
-                attach_adversary(ranker, m.adv_weight, seed)
+                terms.append(AdversaryTerm(ranker.repr_dim, m.adv_weight, seed))
+            needs = base_names(get_record(m.loss).needs).union(*(t.needs for t in terms))
+            bias = {k: v for k, v in doc_bias(doc_scores, m.psi).items() if k in needs}
             cfg = train_config(params, seed)
-            groups = prepare_groups(triples, cfg.group_size, doc_bias(doc_scores, m.psi), pairs)
+            groups = prepare_groups(triples, cfg.group_size, bias, pairs)
             every = params.train.checkpoint_every
             ckpt = Path("checkpoints", method, sub, f"fold-{fold}")  # outside the outs: kept
             curve = train_model(
-                ranker, groups, m.loss, m.loss_params(), cfg,
+                ranker, groups, m.loss, m.loss_params(), cfg, terms=terms,
                 checkpoint_dir=ckpt if every else None, checkpoint_every=every,
             )  # fmt: skip
             if distributed.is_main():  # under torchrun, rank 0 alone writes the model
-                if m.adv_weight:
-                    del ranker.adversary  # the ranker alone is saved and used at test time
                 ranker.save(out / sub / f"fold-{fold}")
                 clear_checkpoint(ckpt)
             curves.append(

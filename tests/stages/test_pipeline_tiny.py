@@ -44,8 +44,7 @@ def test_lambda_change_reruns_only_that_method(tiny_repo: Path, dvc: Dvc) -> Non
     assert (tiny_repo / "data/order/penalty_irrelevant.parquet").read_bytes() == order
     assert _ran(out.stdout) == {
         "order@penalty_irrelevant",
-        "train@penalty_irrelevant",
-        "rerank@penalty_irrelevant",
+        "train@penalty_irrelevant",  # trains and reranks
         "evaluate@penalty_irrelevant",
         "report",
     }, out.stdout
@@ -56,7 +55,7 @@ def test_sigma_change_reruns_only_curriculum_stages(tiny_repo: Path, dvc: Dvc) -
     ran = _ran(out.stdout)
     curriculum = ("curriculum_low_high", "curriculum_high_low")  # both directions, one sigma
     assert {f"order@{m}" for m in curriculum} <= ran, out.stdout
-    stages = ("order", "train", "rerank", "evaluate")
+    stages = ("order", "train", "evaluate")
     allowed = {f"{stage}@{m}" for stage in stages for m in curriculum}
     allowed |= {"curriculum_figure", "report"}  # the figures read orderings.curriculum too
     assert ran <= allowed, out.stdout
@@ -70,7 +69,7 @@ def test_arch_change_reruns_every_model_stage_only(
     out = dvc(repo, "exp", "run", "-S", f"model.arch={arch}")
     ran = _ran(out.stdout)
     methods = ("baseline", "penalty_irrelevant", "curriculum_low_high", "curriculum_high_low")
-    expected = {f"{s}@{m}" for s in ("train", "rerank", "evaluate") for m in methods}
+    expected = {f"{s}@{m}" for s in ("train", "evaluate") for m in methods}
     expected |= {"features", "rerank_zero_shot", "evaluate_zero_shot", "report"}
     assert ran == expected, out.stdout
     meta = json.loads((repo / "models/baseline/fold-0/ranker.json").read_text())

@@ -10,6 +10,7 @@ import torch
 
 from pipeline.train.adversary import (
     AdversaryHead,
+    AdversaryTerm,
     adversarial_loss,
     adversary_accuracy,
     grad_reverse,
@@ -112,3 +113,12 @@ def test_adversary_reads_each_familys_document_representation(arch: str) -> None
     with_grl, without = encoder_grad(True), encoder_grad(False)
     assert with_grl.abs().sum() > 0
     assert torch.allclose(with_grl, -without)
+
+
+def test_adversary_term_is_the_adversarial_loss_over_every_document() -> None:
+    term = AdversaryTerm(3, weight=0.7, seed=1)
+    assert term.needs == ("zeta",) and "weight=0.7" in repr(term)
+    reprs = torch.tensor([[0.1, 0.2, -0.3], [1.0, 0.0, 0.5], [-0.2, 0.4, 0.9]])
+    zeta = torch.tensor([1.0, 0.5, 0.0])
+    expected = adversarial_loss(reprs, reprs[:0], zeta, zeta[:0], term.head, 0.7)
+    assert torch.equal(term(reprs, {"zeta": zeta}), expected)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipeline.ordering import ORDERINGS, Inputs, NoConfig
+from pipeline.ordering import ORDERINGS, Inputs
+from pipeline.ordering.common import ShuffleConfig
 
 TRIPLES = pl.DataFrame(
     {
@@ -34,7 +35,7 @@ SCORES = pl.DataFrame(
     ],
 )
 def test_filter_keeps_exactly_the_matching_triples(name: str, psi: str, kept: list[str]) -> None:
-    out = ORDERINGS[name].fn(TRIPLES, SCORES, NoConfig(), Inputs(psi=psi, seed=0))
+    out = ORDERINGS[name].fn(TRIPLES, SCORES, ShuffleConfig(), Inputs(psi=psi, seed=0))
     assert sorted(out["pos_doc_id"]) == kept
     assert out["position"].to_list() == list(range(len(kept)))
     if name == "neutral_only":
@@ -53,9 +54,9 @@ def test_filters_are_seeded_shuffles() -> None:
     )
     scores = pl.DataFrame({"doc_id": ["p0"], "psi_bool": [1.0], "psi_tf": [0.1], "psi_tc": [1.0]})
     run = ORDERINGS["neutral_only"].fn
-    a = run(many, scores, NoConfig(), Inputs(seed=1))
-    assert a.equals(run(many, scores, NoConfig(), Inputs(seed=1)))
-    assert not a.equals(run(many, scores, NoConfig(), Inputs(seed=2)))
+    a = run(many, scores, ShuffleConfig(), Inputs(seed=1))
+    assert a.equals(run(many, scores, ShuffleConfig(), Inputs(seed=1)))
+    assert not a.equals(run(many, scores, ShuffleConfig(), Inputs(seed=2)))
     assert a.height == 39
 
 
@@ -64,4 +65,28 @@ def test_nothing_left_is_a_clear_error() -> None:
     with pytest.raises(
         ValueError, match=r"'biased_only' keeps none of the 5 triples \(psi='tc_abs'"
     ):
-        ORDERINGS["biased_only"].fn(TRIPLES, scores, NoConfig(), Inputs(psi="tc_abs"))
+        ORDERINGS["biased_only"].fn(TRIPLES, scores, ShuffleConfig(), Inputs(psi="tc_abs"))
+
+
+@pytest.mark.parametrize("name", ["neutral_only", "biased_only"])
+def test_filters_shuffle_by_query_like_the_baseline(name: str) -> None:
+    """``by_query``: the kept triples with each query's triples together, as ``shuffle``
+    orders the baseline's."""
+    triples = pl.DataFrame(
+        {
+            "query_id": [f"q{i % 4}" for i in range(24)],
+            "pos_doc_id": [f"p{i % 6}" for i in range(24)],
+            "neg_doc_id": [f"n{i}" for i in range(24)],
+        }
+    )
+    psi = [0.0, 1.0, 0.0, 2.0, 0.0, 0.5]
+    scores = pl.DataFrame(
+        {"doc_id": [f"p{i}" for i in range(6)], "psi_bool": psi, "psi_tf": psi, "psi_tc": psi}
+    )
+    inp = Inputs(psi="tf_abs", seed=5)
+    out = ORDERINGS[name].fn(triples, scores, ShuffleConfig(by_query=True), inp)
+    assert out["query_id"].rle().len() == out["query_id"].n_unique() > 1  # queries contiguous
+    assert out.equals(ORDERINGS[name].fn(triples, scores, ShuffleConfig(by_query=True), inp))
+    plain = ORDERINGS[name].fn(triples, scores, ShuffleConfig(), inp)
+    assert plain["query_id"].rle().len() > plain["query_id"].n_unique()  # interleaved
+    assert sorted(out["neg_doc_id"]) == sorted(plain["neg_doc_id"])  # the same triples

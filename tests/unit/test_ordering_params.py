@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from pipeline.ordering.common import ShuffleConfig
 from pipeline.ordering.curriculum import CurriculumConfig
 from pipeline.ordering.lws import LwsConfig
 from pipeline.params import ParamsError, parse_params
@@ -27,7 +28,8 @@ def test_shipped_orderings_load_into_their_configs() -> None:
     assert p.orderings["curriculum"] == CurriculumConfig(
         psi="tf_abs", n_buckets=10, mu=None, sigma=1.0, seed=42, mu_units="value"
     )
-    assert p.orderings["lws"] == LwsConfig(rate=0.6, top=5)
+    assert p.orderings["lws"] == LwsConfig(rate=0.6, top=5, by_query=True)
+    assert p.orderings["biased_only"] == ShuffleConfig(by_query=True) == p.orderings["shuffle"]
     assert p.methods["curriculum_high_low"].ordering == "curriculum"
     assert p.methods["curriculum_high_low"].direction == "high_to_low"
     assert p.methods["baseline"].direction is None

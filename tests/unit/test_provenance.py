@@ -83,6 +83,28 @@ def test_metadata_is_deterministic_and_names_no_machine(tmp_path: Path) -> None:
     assert "fine-tuned" not in zero["method"] and "loss" not in zero["params"]
 
 
+def test_model_trained_in_the_same_stage_is_hashed_not_read_from_a_stale_lock(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "dvc.lock").write_text(LOCK)  # the previous run's models/baseline hash
+    params = load_params(ROOT / "params.yaml")
+    models = tmp_path / "models" / "baseline"
+    (models / "fold-0").mkdir(parents=True)
+    (models / "fold-0" / "model.safetensors").write_bytes(b"weights")
+
+    def checkpoint() -> dict[str, str]:
+        meta = build_metadata(params, "baseline", lock_path=tmp_path / "dvc.lock",
+                              root=tmp_path, model_dir=models)  # fmt: skip
+        assert meta["implementation"]["executable"]["cmd"] == "python -m stages.train baseline"
+        return dict(meta["method"]["retrieval"][1]["checkpoint"])
+
+    first = checkpoint()
+    assert "md5" not in first and len(first["content_md5"]) == 32
+    assert first == checkpoint()  # deterministic
+    (models / "fold-0" / "model.safetensors").write_bytes(b"other weights")
+    assert checkpoint()["content_md5"] != first["content_md5"]
+
+
 def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
 

@@ -126,3 +126,12 @@ def test_change_pct_uses_the_magnitude_of_the_baseline() -> None:
 def test_unknown_baseline_is_an_error() -> None:
     with pytest.raises(ValueError, match="baseline 'x' has no per-query metrics"):
         compare({"A": _frame(A)}, "x")
+
+
+def test_query_attributes_are_not_compared() -> None:
+    from pipeline.report.significance import metric_columns
+
+    frame = pl.DataFrame(
+        {"query_id": ["1"], "MRR@10": [1.0], "var.complexity": [0.4], "var.n_easy": [1]}
+    )
+    assert metric_columns(frame) == ["MRR@10"]

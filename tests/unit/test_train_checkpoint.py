@@ -18,7 +18,8 @@ import pytest
 import torch
 
 from pipeline.train import checkpoint, loop
-from pipeline.train.loop import TrainConfig, attach_adversary
+from pipeline.train.adversary import AdversaryTerm
+from pipeline.train.loop import TrainConfig
 from tests.unit.test_train_loop import ranker, train
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,10 +64,12 @@ def _train(
     net = ranker(**spec)
     if own_cache:
         net.bind(dict(net.queries), dict(net.docs))
-    if adversary is not None:
-        attach_adversary(net, adversary, seed=0)
-    curve = train(net, cfg=cfg, **kw)
-    return net.state_dict(), curve
+    terms = [] if adversary is None else [AdversaryTerm(net.repr_dim, adversary, seed=0)]
+    curve = train(net, cfg=cfg, terms=terms, **kw)
+    state = net.state_dict() | {
+        f"adversary.{k}": v for t in terms for k, v in t.state_dict().items()
+    }
+    return state, curve
 
 
 def _assert_same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
@@ -109,7 +112,7 @@ def test_resume_after_crash_is_bit_identical(
             _train(model=SPECS[spec], checkpoint_dir=tmp_path, checkpoint_every=2)
     saved = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
     assert saved["step"] == 4 and saved["window"] and saved["rows"][0]["step"] == 3
-    assert any(k.startswith("adversary.") for k in saved["model"]) == ("adv" in spec)
+    assert any(k.startswith("terms.0.head.") for k in saved["model"]) == ("adv" in spec)
     with caplog.at_level(logging.INFO, logger="pipeline.train.checkpoint"):
         state, curve = _train(model=SPECS[spec], checkpoint_dir=tmp_path, checkpoint_every=2)
     assert "at step 4" in caplog.text

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from pipeline.train.groups import make_groups, pair_batch, prepare_groups
+from pipeline.train.losses import get_record
 
 # two (query, positive) keys with 3 negatives each, interleaved as an ordering might leave them
 TRIPLES = pl.DataFrame(
@@ -22,6 +23,19 @@ BIAS = {
     "psi": {d: float(i) for i, d in enumerate(DOC_IDS)},
     "zeta": {d: i / 10 for i, d in enumerate(DOC_IDS)},
 }
+
+
+def test_pair_batch_builds_only_what_the_loss_needs() -> None:
+    groups = prepare_groups(TRIPLES, 3, BIAS)
+    scores = torch.zeros(2, 3)
+    _, _, batch = pair_batch(groups, [0, 1], scores, get_record("penalty_irrelevant").needs)
+    assert set(batch) == {"group", "slot", "psi_pos", "psi_neg"}
+    _, _, batch = pair_batch(groups, [0, 1], scores, get_record("margin").needs)
+    assert set(batch) == {"group", "slot"}
+    only_psi = prepare_groups(TRIPLES, 3, {"psi": BIAS["psi"]})
+    assert set(only_psi.bias) == {"psi"}
+    with pytest.raises(ValueError, match=r"needs per-document \['zeta'\].*carry \['psi'\]"):
+        pair_batch(only_psi, [0], scores[:1], get_record("neutrality_kl").needs)
 
 
 def test_group_size_two_is_one_group_per_triple_in_order() -> None:

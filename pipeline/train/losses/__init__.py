@@ -16,9 +16,9 @@ checks the names), so modules that import torch at load are named here, not impo
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 
+from pipeline.config import lookup
 from pipeline.train.losses import margin, regularised
 from pipeline.train.losses.common import Loss, LossFn
 
@@ -50,11 +50,7 @@ LOSSES: dict[str, Loss] = {
 
 def get_record(name: str) -> Loss:
     """The record of loss ``name``; an unknown name lists the known ones (no torch import)."""
-    if name not in LOSSES:
-        close = difflib.get_close_matches(name, list(LOSSES), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"unknown loss {name!r}; known: {sorted(LOSSES)}{hint}")
-    return LOSSES[name]
+    return lookup(LOSSES, name, "loss")
 
 
 def get_loss(name: str) -> LossFn:
