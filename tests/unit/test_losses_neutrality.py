@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from math import exp, log, tanh
 from typing import Any
@@ -129,16 +130,18 @@ def test_training_groups_reach_neutrality_kl_as_lists_of_group_size(
     assert [len(d) for d in groups.docs] == [4, 4] and groups.mask.all()
     assert groups.docs == [["d0", "d2", "d5", "d6"], ["d1", "d7", "d2", "d4"]]
     seen: list[dict[str, torch.Tensor]] = []
-    real = loop.get_loss("neutrality_kl")
+    record = loop.get_record("neutrality_kl")
+    real = record.fn
 
     def spy(s_pos: Tensor, s_neg: Tensor, batch: Mapping[str, Tensor], params: Any) -> Tensor:
         seen.append({k: v.detach().clone() for k, v in batch.items()})
         return real(s_pos, s_neg, batch, params)
 
-    monkeypatch.setattr(loop, "get_loss", lambda name: spy)
+    monkeypatch.setattr(loop, "get_record", lambda name: dataclasses.replace(record, impl=spy))
     cfg = loop.TrainConfig(batch_size=2, group_size=4, lr=1e-3, device="cpu")
     loop.train_model(tiny_ranker(), groups, "neutrality_kl", {"coef": 0.5}, cfg)
     (batch,) = seen
+    assert set(batch) == {"group", "slot", "zeta_pos", "zeta_neg"}  # only what the loss needs
     assert batch["group"].tolist() == [0, 0, 0, 1, 1, 1]
     assert batch["slot"].tolist() == [0, 1, 2, 0, 1, 2]
     zeta = doc_bias(DOC_SCORES, "bool_abs")["zeta"]
