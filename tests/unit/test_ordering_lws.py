@@ -103,3 +103,6 @@ def test_missing_inputs_are_clear_errors() -> None:
     broken = {"train_candidates": CANDIDATES, "qrels": QRELS.drop("relevance")}
     with pytest.raises(ValueError, match=r"table 'qrels' lacks columns \['relevance'\]"):
         lws(TRIPLES, SCORES, cfg, Inputs(tables=broken))
+    empty = {"train_candidates": CANDIDATES.clear(), "qrels": QRELS}
+    with pytest.raises(ValueError, match=r"candidates\.train_top_k is 0\); set it to a positive"):
+        lws(TRIPLES, SCORES, cfg, Inputs(tables=empty))
