@@ -52,7 +52,7 @@ import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -63,7 +63,6 @@ log = logging.getLogger("benchmarks.rehearsal.generate")
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDLISTS = ROOT / "pipeline" / "resources" / "wordlists"
-QUERYSETS = ROOT / "pipeline" / "resources" / "querysets"
 
 FULL_PASSAGES = 8_841_823  # msmarco-passage docs_count
 FULL_TRIPLES = 3_000_000  # the papers' training triples
@@ -147,18 +146,10 @@ def wordpiece_words() -> list[str]:
 
 def query_set_texts() -> pl.DataFrame:
     """``query_id, text, set`` of the shipped MS MARCO query sets (1,765 and 215)."""
-    frames = []
-    for path in sorted(QUERYSETS.glob("msmarco_*.tsv")):
-        frame = pl.read_csv(
-            path,
-            separator="\t",
-            has_header=False,
-            new_columns=["query_id", "text"],
-            schema_overrides={"query_id": pl.Utf8, "text": pl.Utf8},
-            quote_char=None,
-        )
-        frames.append(frame.with_columns(set=pl.lit(path.stem.split("_")[1])))
-    return pl.concat(frames)
+    from pipeline.data.msmarco import load_query_set
+
+    sets: tuple[Literal["1765", "215"], ...] = ("1765", "215")
+    return pl.concat([load_query_set(name).with_columns(set=pl.lit(name)) for name in sets])
 
 
 def gender_words() -> tuple[list[str], list[str]]:

@@ -199,6 +199,7 @@ def paper_params(args: argparse.Namespace) -> dict[str, Any]:
         raw["score"][key] = str(ROOT / raw["score"][key])
     raw["score"]["tokenizer"] = "reference"
     raw["candidates"]["top_k"] = args.top_k
+    raw["candidates"]["train_top_k"] = args.train_top_k  # docs/paper-scale.md: LWS reads them
     raw["model"].update(
         arch="cross_encoder", train_layers=None, max_len=256, q_len=32, name="all-MiniLM-L6-v2"
     )
@@ -612,6 +613,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--work", type=Path, required=True, help="working folder (~12 GB)")
     p.add_argument("--query-set", default="1765", choices=["1765", "215"])
     p.add_argument("--top-k", type=int, default=1000)
+    p.add_argument("--train-top-k", type=int, default=100,
+                   help="candidates.train_top_k of the profile (LWS reads them)")  # fmt: skip
     p.add_argument("--train-cand-queries", type=int, default=2000,
                    help="BM25 training candidates for a sample of N queries (0 = all)")  # fmt: skip
     p.add_argument("--orders", nargs="*", default=list(ORDER_METHODS), choices=list(ORDER_METHODS))

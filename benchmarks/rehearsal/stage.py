@@ -132,7 +132,9 @@ def patch_train_sample(n: int, seed: int = 0) -> None:
             first.append(time.perf_counter())
         return scores(*args, **kwargs)
 
-    def sampled(corpus: Any, queries: Any, fold: int, test: bool, p: Any) -> Any:
+    def sampled(
+        corpus: Any, queries: Any, fold: int, test: bool, p: Any, k: int | None = None
+    ) -> Any:
         start = time.perf_counter()
         if not test:
             in_fold = pl.col("fold").eq_missing(fold)
@@ -145,7 +147,7 @@ def patch_train_sample(n: int, seed: int = 0) -> None:
             first.clear()
             bm25s.BM25.get_scores = get_scores
         try:
-            out = original(corpus, queries, fold, test, p)
+            out = original(corpus, queries, fold, test, p, k)
         finally:
             bm25s.BM25.get_scores = scores
         end = time.perf_counter()
