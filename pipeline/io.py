@@ -91,6 +91,18 @@ def write_table(df: pl.DataFrame | pa.Table, path: str | Path, schema: Schema) -
         pq.write_table(table, tmp, compression="zstd")
 
 
+def parquet_columns(path: str | Path) -> list[str]:
+    """Column names of a Parquet artifact, from its footer alone (nothing else is read)."""
+    p = _existing(path)
+    try:
+        return list(pq.read_schema(p).names)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise ArtifactError(
+            f"{p}: not a readable Parquet file ({e}); it may be truncated. "
+            "Delete it and rerun `dvc repro`."
+        ) from e
+
+
 def read_table(path: str | Path, schema: Schema) -> pl.DataFrame:
     """Read a Parquet artifact, validate it, and return a polars frame."""
     p = _existing(path)

@@ -44,9 +44,11 @@ class Shared:
 def read_shared(data: str | Path = "data") -> Shared:
     """The shared inputs from the pipeline's ``data/`` tables (validated by ``schemas``)."""
     d = Path(data)
-    corpus = io.read_table(str(d / "corpus.parquet"), schemas.CORPUS)
     groups = None
-    if "group" in corpus.columns:
+    # the corpus is read only for its F/M/N groups (Grep-BiasIR): at MS MARCO scale (no
+    # groups) its texts are gigabytes that no metric reads
+    if "group" in io.parquet_columns(d / "corpus.parquet"):
+        corpus = io.read_table(str(d / "corpus.parquet"), schemas.CORPUS)
         # Documents labelled `both` have no single F/M/N alignment and are dropped from AWRF.
         groups = corpus.select("doc_id", "group").filter(pl.col("group").is_in(AWRF_GROUPS))
     return Shared(

@@ -238,3 +238,23 @@ def test_version_marker_alone_is_not_a_cache(tmp_path: Path) -> None:
     (folder / "dev" / "qrels.tsv").write_text("1 0 2 1\n")
     assert irds.has_cache(folder)
     irds.preflight([("msmarco-passage/dev", "qrels")], lambda host: "down", home=tmp_path)
+
+
+def test_packed_token_ids_read_as_the_lists_and_index_the_same() -> None:
+    import bm25s
+
+    docs = [[3, 1, 4], [], [1, 5, 9, 2, 6], [5]]
+    packed = irds.PackedDocs()
+    for ids in docs:
+        packed.append(ids)
+    packed.freeze()
+    assert len(packed) == 4 and list(packed) == docs and packed[-1] == [5] and packed[2] == docs[2]
+    assert packed[1:3] == docs[1:3]
+    with pytest.raises(IndexError):
+        packed[4]
+    vocab = {str(i): i for i in range(10)}
+    plain, ours = bm25s.BM25(), bm25s.BM25()
+    plain.index(bm25s.tokenization.Tokenized(ids=docs, vocab=vocab), show_progress=False)
+    ours.index(bm25s.tokenization.Tokenized(ids=packed, vocab=vocab), show_progress=False)
+    for query in (["1"], ["5", "9"], ["4", "2", "6"]):
+        assert plain.get_scores(query).tolist() == ours.get_scores(query).tolist()

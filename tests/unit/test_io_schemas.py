@@ -89,3 +89,12 @@ def test_trec_malformed(tmp_path: Path) -> None:
     p.write_text("q1 Q0 a 1\n")
     with pytest.raises(io.ArtifactError, match=r"r\.trec: malformed TREC run"):
         io.read_trec_run(p)
+
+
+def test_parquet_columns_reads_the_footer_and_names_a_broken_file(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.parquet"
+    pl.DataFrame({"doc_id": ["d1"], "text": ["t"]}).write_parquet(path)
+    assert io.parquet_columns(path) == ["doc_id", "text"]
+    path.write_bytes(path.read_bytes()[:20])
+    with pytest.raises(io.ArtifactError, match=r"corpus\.parquet: not a readable Parquet file"):
+        io.parquet_columns(path)
