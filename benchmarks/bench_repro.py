@@ -4,9 +4,9 @@ Runs ``dvc repro --force`` (every stage executes) in the current repository, tim
 ``Running stage`` line DVC prints, and writes one JSON row with the total and the seconds of
 every stage (a stage lasts until the next one starts). ``--empty-cache`` measures the README's
 first command as a new user meets it: the DVC cache is moved aside (to
-``.dvc/cache.before-bench-<time>``, restored by hand if wanted) and every output removed, then
-a plain ``dvc repro`` runs. It takes about 25 minutes on the 2-core reference machine, so it
-runs once, not three times.
+``.dvc/tmp/cache.before-bench-<time>``, ignored by git; restore it by hand if wanted) and
+every output removed, then a plain ``dvc repro`` runs. It takes about 25 minutes on the
+2-core reference machine, so it runs once, not three times.
 
     python -m benchmarks.bench_repro [--empty-cache]   # from the repository root
 """
@@ -32,7 +32,8 @@ def empty_cache() -> None:
     """Move the DVC cache aside and remove the outputs: the next ``dvc repro`` starts cold."""
     cache = Path(".dvc/cache")
     if cache.exists():
-        cache.rename(Path(f".dvc/cache.before-bench-{int(time.time())}"))
+        Path(".dvc/tmp").mkdir(exist_ok=True)
+        cache.rename(Path(f".dvc/tmp/cache.before-bench-{int(time.time())}"))
     for folder in OUTPUTS:
         shutil.rmtree(folder, ignore_errors=True)
 
