@@ -172,6 +172,12 @@ class Params:
     orderings: dict[str, Any] = field(default_factory=dict)
     report: ReportParams = field(default_factory=ReportParams)
 
+    def seed_runs_of(self, method: str) -> list[tuple[int, str]]:
+        """``(seed, seed folder)`` of each run of ``method``: a trained method's
+        ``train.seed_runs()``; one run seeded by ``train.seed`` for an untrained row
+        (``zero-shot``), which the train stage's seeds do not multiply."""
+        return self.train.seed_runs() if method in self.methods else [(self.train.seed, "")]
+
 
 PSI_COLUMNS = tuple(PSI_SOURCE)
 # Reserved: the report's reference row evaluates the BM25 candidates under this name.

@@ -121,8 +121,7 @@ def write_method_runs(
     seed, ``train.seed``, for an untrained model) → ``<out>/<method>/[seed-<n>/]run.parquet``
     and ``run.trec`` (with its ir_metadata header). ``models``: the trained models' root,
     hashed into the metadata (``models/<method>``)."""
-    runs = params.train.seed_runs() if method in params.methods else [(params.train.seed, "")]
-    for seed, sub in runs:
+    for seed, sub in params.seed_runs_of(method):
         run = rerank_folds(
             lambda fold, s=seed, d=sub: load(s, d, fold),  # type: ignore[misc]
             candidates, texts, params.rerank.batch_size, features,

@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p, shared, m = ns.params.evaluate, runner.read_shared(), ns.method
     if not ns.first_stage and m != ZERO_SHOT:
         get_method(ns.params, m)
-    runs = runner.read_runs(m, ns.params.train.seed_runs(), shared, ns.first_stage)
+    runs = runner.read_runs(m, ns.params.seed_runs_of(m), shared, ns.first_stage)
     trec_fair = ns.params.dataset.name == runner.TREC_FAIR
     info = runner.run_info(m, shared.doc_scores)
     per_seed: dict[int, dict[str, float]] = {}

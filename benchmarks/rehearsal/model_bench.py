@@ -16,7 +16,8 @@ batch 16 triples, ``max_len`` 256, ``q_len`` 32, ``length_window`` 64, margin lo
 4. the host's share of a step on a GPU: tokenisation and collation (measured here) plus
    one launch per ATen operator of the step (counted; 10 µs each assumed);
 5. a rerank of ``--rerank-queries`` × 1,000 candidates (``pipeline.rerank.rerank``);
-6. the token cache's memory (``Ranker._tokens`` keeps every pair's token ids).
+6. the token cache's memory (what ``Ranker.tokens`` keeps per pair: nothing without a
+   frozen bottom since 2026-11-25; 4.7 KiB of Python ints before).
 
 Models: ``bert-mini`` is a randomly initialised BERT of prajjwal1/bert-mini's shape (4 layers,
 hidden 256, 4 heads, FFN 1,024; uncased WordPiece vocabulary 30,522: the shipped MiniLM

@@ -57,23 +57,14 @@ from typing import Any
 import pyarrow.parquet as pq
 import yaml
 
+import stages
 from benchmarks.common import machine
 from benchmarks.rehearsal.generate import FULL_PASSAGES, FULL_TRIPLES, GenConfig
 
 log = logging.getLogger("benchmarks.rehearsal")
 ROOT = Path(__file__).resolve().parents[2]
 BEFORE = "43221ef"
-LIGHT_STAGES = (
-    "stages.extract",
-    "stages.score",
-    "stages.candidates",
-    "stages.order",
-    "stages.evaluate",
-    "stages.report",
-    "stages.audit",
-    "stages.curriculum_figure",
-)
-MODEL_STAGES = ("stages.features", "stages.train", "stages.rerank")
+LIGHT_STAGES, MODEL_STAGES = stages.LIGHT, stages.MODEL
 ORDER_METHODS = {"shuffle": "baseline", "curriculum": "curriculum_low_high", "lws": "lws"}
 
 
@@ -493,6 +484,9 @@ def full_size_table(size: dict[str, Any]) -> list[str]:
                 f"{pr['peak_rss_mib_lower_bound']:,.0f} MiB), "
                 f"{_mib(pr['train_candidates_bytes'])} on disk"
             )
+        train = s["outputs"].get("data/train_candidates.parquet", {}).get("rows", 0)
+        if s["name"] == "candidates" and train and not pr:
+            note += f"training candidates for every training query: {train:,} rows"
         if s["name"] == "evaluate@bm25+groups":
             note += "AWRF and counterfactual gap too (F/M/N groups from Ψ, timing only)"
         lines.append(

@@ -87,10 +87,11 @@ def patch_timers(stage: str) -> None:
         import bm25s
 
         from pipeline.data import irds
+        from pipeline.retrieval import bm25
 
         bm25s.BM25.index = timed("bm25s.index", bm25s.BM25.index)
-        bm25s.BM25.get_scores = timed("bm25s.get_scores", bm25s.BM25.get_scores)
-        irds._top_k = timed("irds._top_k (incl. get_scores)", irds._top_k)
+        irds.top_k_frame = timed("irds.top_k_frame (BM25 top-k)", irds.top_k_frame)
+        bm25.top_k_frame = timed("bm25.top_k_frame (BM25 top-k)", bm25.top_k_frame)
     if stage == "stages.extract":
         from pipeline.data import msmarco
 
@@ -118,19 +119,18 @@ def patch_train_sample(n: int, seed: int = 0) -> None:
 
     Records the training side's fixed cost (until its first query is scored: tokenising and
     indexing the corpus) apart from its per-query cost, the rows and their in-memory size."""
-    import bm25s
     import polars as pl
 
-    from pipeline.retrieval import folds
+    from pipeline.retrieval import bm25, folds
 
     original = folds.fold_candidates
-    scores = bm25s.BM25.get_scores
+    top_k = bm25.top_k_frame
     first: list[float] = []
 
-    def get_scores(*args: Any, **kwargs: Any) -> Any:
+    def top_k_frame(*args: Any, **kwargs: Any) -> Any:
         if not first:
             first.append(time.perf_counter())
-        return scores(*args, **kwargs)
+        return top_k(*args, **kwargs)
 
     def sampled(
         corpus: Any, queries: Any, fold: int, test: bool, p: Any, k: int | None = None
@@ -145,11 +145,11 @@ def patch_train_sample(n: int, seed: int = 0) -> None:
             EXTRA["train_queries_run"] = EXTRA.get("train_queries_run", 0) + train.height
             queries = pl.concat([queries.filter(in_fold), train])
             first.clear()
-            bm25s.BM25.get_scores = get_scores
+            bm25.top_k_frame = top_k_frame
         try:
             out = original(corpus, queries, fold, test, p, k)
         finally:
-            bm25s.BM25.get_scores = scores
+            bm25.top_k_frame = top_k
         end = time.perf_counter()
         side = "test" if test else "train"
         PHASES[f"fold_candidates.{side}"] += end - start

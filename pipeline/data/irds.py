@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from pipeline.io import atomic_path
 from pipeline.progress import progress
-from pipeline.retrieval.bm25 import top_k_order
+from pipeline.retrieval.bm25 import SparseScorer, top_k_frame
 from pipeline.schemas import Schema, validate
 
 log = logging.getLogger(__name__)
@@ -309,24 +309,7 @@ def bm25_over_docs(
     qtok = tokenizer.tokenize(
         queries["text"].to_list(), update_vocab=False, return_as="string", show_progress=False
     )
-    ids = np.asarray(doc_ids, dtype=object)
-    frames = [
-        _top_k(retriever, str(qid), [w for w in words if w], ids, k)
-        for qid, words in zip(queries["query_id"], qtok, strict=True)
-    ]
-    return pl.concat(frames)
-
-
-def _top_k(retriever: Any, qid: str, words: list[str], ids: np.ndarray, k: int) -> pl.DataFrame:
-    """One query's top-k rows; unknown words (bm25s maps them to '') are dropped first."""
-    scores = retriever.get_scores(words) if words else np.zeros(ids.size)
-    order = top_k_order(scores, k)
-    return pl.DataFrame(
-        {
-            "query_id": [qid] * order.size,
-            "doc_id": ids[order].tolist(),
-            "rank": np.arange(1, order.size + 1, dtype=np.int64),
-            "score": scores[order].astype(np.float64),
-        },
-        schema=CANDIDATE_SCHEMA,
-    )
+    # unknown words (bm25s maps them to '') are dropped first
+    words = [[w for w in ws if w] for ws in qtok]
+    qids = [str(q) for q in queries["query_id"]]
+    return top_k_frame(qids, words, SparseScorer(retriever), pl.Series(doc_ids), k)

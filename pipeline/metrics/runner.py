@@ -21,7 +21,7 @@ from pipeline.metrics.exposure import awrf_alignments, expected_exposure, inters
 from pipeline.metrics.suite import aggregate as aggregate_metrics
 from pipeline.metrics.suite import evaluate
 from pipeline.metrics.trec_fair2022 import trec_fair_metrics
-from pipeline.params import ZERO_SHOT, EvaluateParams
+from pipeline.params import EvaluateParams
 from pipeline.stats import mean_std
 
 AWRF_GROUPS = ("F", "M", "N")
@@ -66,11 +66,9 @@ def read_runs(
 ) -> list[tuple[int, str, pl.DataFrame]]:
     """``(seed, seed folder, run)`` of each run to evaluate: the BM25 candidates themselves
     (``first_stage``), or ``runs/<method>/<seed folder>/run.parquet`` per ``seed_runs``
-    (``train.seed_runs()``; the ``zero-shot`` row has one run, seeded by ``train.seed``)."""
+    (``Params.seed_runs_of(method)``)."""
     if first_stage:
         return [(0, "", shared.candidates.select("query_id", "doc_id", "score", "rank"))]
-    if method == ZERO_SHOT:
-        seed_runs = [(0, "")]
     runs = [(seed, sub, Path("runs", method, sub, "run.parquet")) for seed, sub in seed_runs]
     return [(seed, sub, io.read_table(str(path), schemas.RUN)) for seed, sub, path in runs]
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from itertools import chain
 
+import numpy as np
 import polars as pl
 import torch
 from torch import Tensor
@@ -87,22 +89,31 @@ def prepare_groups(
     per-pair values (``pair_scores``: name → (query_id, doc_id) → value, e.g. EqualizeIR's
     weak-learner scores). Unknown documents raise errors naming them."""
     qids, docs = make_groups(triples, group_size)
-    n = len(qids)
-    mask = torch.zeros(n, group_size, dtype=torch.bool)
-    tensors = {k: torch.zeros(n, group_size) for k in [*bias, *(pair_scores or {})]}
-    for g, (q, ds) in enumerate(zip(qids, docs, strict=True)):
-        mask[g, : len(ds)] = True
-        for name, table in bias.items():
-            for j, d in enumerate(ds):
-                if d not in table:
-                    raise ValueError(f"doc_id {d!r} of the triples has no row in doc_scores")
-                tensors[name][g, j] = table[d]
-        for name, scores in (pair_scores or {}).items():
-            for j, d in enumerate(ds):
-                if (q, d) not in scores:
-                    raise ValueError(f"no {name} score for query {q!r}, doc {d!r} of the triples")
-                tensors[name][g, j] = scores[(q, d)]
-    return Groups(qids, docs, tensors, mask)
+    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+    mask = np.arange(group_size) < lengths[:, None]  # row-major: the flat order of docs
+    flat = list(chain.from_iterable(docs))
+    tensors = {}
+    for name, table in bias.items():
+        missing = next((d for d in flat if d not in table), None)
+        if missing is not None:
+            raise ValueError(f"doc_id {missing!r} of the triples has no row in doc_scores")
+        tensors[name] = _spread([table[d] for d in flat], mask)
+    if pair_scores:
+        pairs = list(zip(np.repeat(np.asarray(qids, dtype=object), lengths), flat, strict=True))
+        for name, scores in pair_scores.items():
+            absent = next((qd for qd in pairs if qd not in scores), None)
+            if absent is not None:
+                raise ValueError(f"no {name} score for query {absent[0]!r}, doc {absent[1]!r} "
+                                 "of the triples")  # fmt: skip
+            tensors[name] = _spread([scores[qd] for qd in pairs], mask)
+    return Groups(qids, docs, tensors, torch.from_numpy(mask))
+
+
+def _spread(values: list[float], mask: np.ndarray) -> Tensor:
+    """Float32 ``[n, group_size]``: ``values`` in the mask's places (row-major), 0 elsewhere."""
+    out = np.zeros(mask.shape, dtype=np.float32)
+    out[mask] = values
+    return torch.from_numpy(out)
 
 
 def base_names(needs: Collection[str]) -> set[str]:

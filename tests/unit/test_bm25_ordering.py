@@ -102,3 +102,32 @@ def test_training_candidates_follow_train_top_k() -> None:
 
     with pytest.raises(ParamsError, match=r"candidates\.train_top_k"):
         parse_params(raw)
+
+
+def test_sparse_scorer_equals_bm25s_dense_scores_and_their_top_k() -> None:
+    """The candidates come from the postings' documents only, on two threads; they must be
+    bm25s's dense scores bit for bit (the same float32 sums) in ``top_k_order``'s order."""
+    import bm25s
+    import numpy as np
+
+    from pipeline.retrieval.bm25 import SparseScorer, _tokenize, top_k_order
+
+    gen = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(40)]
+    p = 1.0 / np.arange(1, 41)
+    texts = [" ".join(gen.choice(words, size=gen.integers(1, 30), p=p / p.sum()))
+             for _ in range(300)]  # fmt: skip
+    retriever = bm25s.BM25(k1=0.9, b=0.4)
+    retriever.index(_tokenize(texts), show_progress=False)
+    scorer = SparseScorer(retriever, threads=2)
+    queries = [["w0"], ["w3", "w3", "w7"], ["w39", "unknown"], ["unknown"], [],
+               *(list(gen.choice(words, size=gen.integers(1, 8))) for _ in range(600))]  # fmt: skip
+    for k in (1, 5, 300):
+        got = list(scorer.top_k_many(queries, k))
+        assert len(got) == len(queries)
+        for query, (top, values) in zip(queries, got, strict=True):
+            dense = retriever.get_scores(query) if query else np.zeros(len(texts), np.float32)
+            assert top.tolist() == top_k_order(dense, k).tolist(), (query, k)
+            assert np.array_equal(values, dense[top])  # bit for bit
+    for acc, seen, _ in [scorer._buffers()]:
+        assert not acc.any() and not seen.any()  # clean after every query

@@ -9,19 +9,9 @@ from pathlib import Path
 
 import pytest
 
-LIGHT = [
-    "pipeline.params",
-    "pipeline.train.losses",
-    "stages.extract",
-    "stages.score",
-    "stages.candidates",
-    "stages.order",
-    "stages.evaluate",
-    "stages.report",
-    "stages.audit",
-    "stages.curriculum_figure",
-    "stages.sweeps",
-]
+import stages
+
+LIGHT = ["pipeline.params", "pipeline.train.losses", *stages.LIGHT]
 
 
 @pytest.mark.parametrize("module", LIGHT)

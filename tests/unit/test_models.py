@@ -94,6 +94,18 @@ def test_cross_encoder_pair_respects_the_budget_and_special_tokens() -> None:
     assert ids == [cls_id, *q, sep_id, *d, sep_id]
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_token_ids_are_kept_only_for_a_frozen_bottom(arch: str) -> None:
+    """Paper scale trains every layer: a cache of every pair's token ids would grow by
+    ~4.7 KiB a pair (15 GiB an epoch of 3M triples), so only ``train_layers`` keeps one."""
+    full = tiny_ranker(arch).train()
+    full(QIDS, DIDS)[0].sum().backward()
+    assert full._tokens == {}
+    frozen = tiny_ranker(arch, train_layers=1).train()
+    frozen(QIDS, DIDS)
+    assert set(frozen._tokens) == set(frozen.sequence_keys(QIDS, DIDS)) == set(frozen._bottom)
+
+
 @pytest.mark.parametrize("arch", ["bi_encoder", "late_interaction"])
 def test_single_encoders_truncate_queries_to_q_len_and_documents_to_max_len(arch: str) -> None:
     ranker = build_ranker(tiny_config(arch, max_len=24, q_len=8))

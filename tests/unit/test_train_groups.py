@@ -92,3 +92,32 @@ def test_errors_name_the_problem() -> None:
     partial = {"psi": BIAS["psi"], "zeta": {k: v for k, v in BIAS["zeta"].items() if k != "m3"}}
     with pytest.raises(ValueError, match=r"doc_id 'm3' of the triples has no row in doc_scores"):
         prepare_groups(TRIPLES, 2, partial)
+
+
+def test_prepare_groups_places_each_value_as_the_element_wise_fill_does() -> None:
+    """The tensors are filled in one vectorised assignment (98 s → seconds at 3M triples);
+    ragged groups (fewer negatives than the group size) must still line up."""
+    import random
+
+    rng = random.Random(5)
+    rows = [(f"q{rng.randrange(30)}", f"p{rng.randrange(5)}", f"n{i}") for i in range(500)]
+    triples = pl.DataFrame(rows, schema=["query_id", "pos_doc_id", "neg_doc_id"], orient="row")
+    docs = {d for _, p, n in rows for d in (p, n)}
+    bias = {"psi": {d: rng.random() for d in docs}, "zeta": {d: rng.random() for d in docs}}
+    weak = {(q, d): rng.random() for q, p, n in rows for d in (p, n)}
+    for size in (2, 3, 7):
+        groups = prepare_groups(triples, size, bias, {"weak": weak})
+        qids, members = make_groups(triples, size)
+        assert groups.qids == qids and groups.docs == members
+        expected = {name: torch.zeros(len(qids), size) for name in ("psi", "zeta", "weak")}
+        mask = torch.zeros(len(qids), size, dtype=torch.bool)
+        for g, (q, ds) in enumerate(zip(qids, members, strict=True)):
+            for j, d in enumerate(ds):
+                mask[g, j] = True
+                expected["psi"][g, j], expected["zeta"][g, j] = bias["psi"][d], bias["zeta"][d]
+                expected["weak"][g, j] = weak[(q, d)]
+        assert torch.equal(groups.mask, mask)
+        assert not mask.all() or size == 2  # ragged groups occur
+        for name, tensor in expected.items():
+            assert groups.bias[name].dtype == torch.float32
+            assert torch.equal(groups.bias[name], tensor), (size, name)
