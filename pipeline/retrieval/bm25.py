@@ -61,14 +61,34 @@ def _query_top_k(data, indices, indptr, terms, k, acc, seen, touched):  # pragma
         if vals[i] > 0:
             n_pos += 1
     kth = 0.0
-    if n_pos > k:  # the k-th largest positive score; all its ties stay candidates
-        pos = np.empty(n_pos, dtype=acc.dtype)
-        c = 0
+    if n_pos > k:  # the k-th largest positive score (a min-heap of the k largest); all its
+        heap = np.empty(k, dtype=acc.dtype)  # ties stay candidates
+        size = 0
         for i in range(m):
-            if vals[i] > 0:
-                pos[c] = vals[i]
-                c += 1
-        kth = np.partition(pos, n_pos - k)[n_pos - k]
+            v = vals[i]
+            if v <= 0 or (size == k and v <= heap[0]):
+                continue
+            if size < k:  # push: sift up
+                j = size
+                size += 1
+                while j > 0 and heap[(j - 1) // 2] > v:
+                    heap[j] = heap[(j - 1) // 2]
+                    j = (j - 1) // 2
+                heap[j] = v
+            else:  # replace the smallest: sift down
+                j = 0
+                while True:
+                    child = 2 * j + 1
+                    if child >= k:
+                        break
+                    if child + 1 < k and heap[child + 1] < heap[child]:
+                        child += 1
+                    if heap[child] >= v:
+                        break
+                    heap[j] = heap[child]
+                    j = child
+                heap[j] = v
+        kth = heap[0]
     c = 0
     for i in range(m):
         if vals[i] > 0 and vals[i] >= kth:
@@ -130,6 +150,8 @@ class SparseScorer:
     def top_k(self, tokens: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
         """``(document indices, float32 scores)`` of the ``k`` best positive scores of one
         tokenised query (unknown tokens are dropped; a repeated term counts twice)."""
+        if k < 1:
+            raise ValueError(f"BM25 top-k: k must be at least 1; got {k}")
         terms = np.asarray(self.retriever.get_tokens_ids(tokens) if tokens else [], np.int64)
         return _kernel()(self.data, self.indices, self.indptr, terms, k, *self._buffers())
 
