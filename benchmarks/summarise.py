@@ -80,6 +80,16 @@ def rows() -> list[str]:
             f"| {_fmt(r['naive_median'])} seq/s | **{r['speedup']:.1f}×** "
             f"| max score difference {r['max_abs_score_diff']:.1e}, {r['device']} |"
         )
+    r = _newest("bm25")
+    if r:
+        out.append(
+            f"| BM25 top-{r['k']}, {r['passages']:,} passages × {r['queries']:,} queries "
+            f"({r['date']}) | {r['ours_median']:.3g} ms/query on {r['threads']} threads; "
+            f"{r['ours_1_thread_median']:.3g} on one | {r['naive_median']:.3g} ms/query | "
+            f"**{r['speedup']:.1f}×**; **{r['speedup_1_thread']:.1f}×** on one thread | every "
+            f"query's top {r['k']} identical (documents, order, float32 scores); median "
+            f"{r['median_postings'] / 1000:.1f}k postings per query |"
+        )
     r = _newest("extract")
     if r:
         out.append(

@@ -14,9 +14,9 @@ there, each in a fresh process measured for wall time, CPU time and peak RSS (``
   queries), the corpus of every passage the later stages need;
 - ``score``: Ψ/ζ/lexicon shares of that corpus, query complexity;
 - ``candidates``: the test candidates (the extract stage's BM25 run) and the BM25 training
-  candidates (read by LWS) over the extracted corpus: all training queries, or a seeded
-  sample of ``--train-cand-queries`` of them, with the full figure projected (linear in the
-  number of queries: each query scores and sorts the whole corpus);
+  candidates (read by LWS) over the extracted corpus: all training queries (the default), or
+  a seeded sample of ``--train-cand-queries`` of them, with the full figure projected
+  (linear in the number of queries: each query reads its terms' postings);
 - ``order@<m>`` for ``--orders`` (shuffle, curriculum, LWS);
 - ``evaluate@bm25``: every metric family on the 1,765 × 1,000 BM25 run with its scores;
   ``evaluate@bm25+groups``: the same plus AWRF and the counterfactual gap (F/M/N groups
@@ -609,7 +609,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--top-k", type=int, default=1000)
     p.add_argument("--train-top-k", type=int, default=100,
                    help="candidates.train_top_k of the profile (LWS reads them)")  # fmt: skip
-    p.add_argument("--train-cand-queries", type=int, default=2000,
+    p.add_argument("--train-cand-queries", type=int, default=0,
                    help="BM25 training candidates for a sample of N queries (0 = all)")  # fmt: skip
     p.add_argument("--orders", nargs="*", default=list(ORDER_METHODS), choices=list(ORDER_METHODS))
     p.add_argument("--models", nargs="*", default=["bert-mini", "minilm"])
