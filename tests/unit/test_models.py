@@ -103,7 +103,8 @@ def test_token_ids_are_kept_only_for_a_frozen_bottom(arch: str) -> None:
     assert full._tokens == {}
     frozen = tiny_ranker(arch, train_layers=1).train()
     frozen(QIDS, DIDS)
-    assert set(frozen._tokens) == set(frozen.sequence_keys(QIDS, DIDS)) == set(frozen._bottom)
+    keys = set(frozen.sequence_keys(QIDS, DIDS))  # the cache is shared in a process:
+    assert keys <= set(frozen._tokens) and keys <= set(frozen._bottom)  # other tests add keys
 
 
 @pytest.mark.parametrize("arch", ["bi_encoder", "late_interaction"])
