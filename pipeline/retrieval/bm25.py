@@ -89,18 +89,15 @@ def _query_top_k(data, indices, indptr, terms, k, acc, seen, touched):  # pragma
                     j = child
                 heap[j] = v
         kth = heap[0]
-    c = 0
-    for i in range(m):
-        if vals[i] > 0 and vals[i] >= kth:
-            c += 1
-    docs = np.empty(c, dtype=np.int64)
-    scores = np.empty(c, dtype=acc.dtype)
+    docs = np.empty(m, dtype=np.int64)
+    scores = np.empty(m, dtype=acc.dtype)
     c = 0
     for i in range(m):
         if vals[i] > 0 and vals[i] >= kth:
             docs[c] = touched[i]
             scores[c] = vals[i]
             c += 1
+    docs, scores = docs[:c], scores[:c]
     by_doc = np.argsort(docs, kind="mergesort")
     docs, scores = docs[by_doc], scores[by_doc]
     by_score = np.argsort(-scores, kind="mergesort")  # stable: ties stay by index
