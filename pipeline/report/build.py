@@ -169,8 +169,6 @@ def build_report(
         reference=reference,
         alpha=alpha,
         correction=correction,
-        bootstrap_samples=bootstrap_samples,
-        bootstrap_seed=bootstrap_seed,
     )
     first = metrics[method_names[0]]
     full_info = {k: str(first[k]) for k in ("tokenizer", "lexicon") if k in first} | dict(

@@ -8,20 +8,25 @@ For each method and metric:
 - the change is `100 · (method − baseline) / |baseline|` in percent (null when the baseline
   aggregate is 0): the sign says whether the metric went up or down, whatever the metric's
   direction;
-- the test is a paired two-sided t-test (`pipeline.stats.paired_ttest`) over the per-query
-  values of the queries present and non-null in both, adjusted across the compared methods
-  per metric (`correction`: Bonferroni `min(1, p · m)` with `m` the number of methods compared
-  with the baseline, or Holm-Bonferroni), and a difference is significant when the adjusted p
-  is below `alpha` (0.05);
-- `diff`, `ci_low`, `ci_high`: the mean of the paired per-query differences (method −
-  baseline, metric units) and its paired bootstrap 95% percentile CI
-  (`pipeline.stats.bootstrap_ci`, `bootstrap_samples` resamples seeded by `bootstrap_seed`).
-  `diff` equals `mean − baseline` when both are averaged over the same queries (always, for
-  one seed and a metric defined on every query).
+- the test compares the method with the baseline over queries × seeds
+  (`pipeline.stats.seed_query_test`, SPEC §4.9): a crossed random-effects model of the
+  paired differences with a query and a seed effect, a t interval and p-value with
+  Satterthwaite degrees of freedom; with one seed it is the paired two-sided t-test over the
+  queries present and non-null in both. The p-values are adjusted across the compared
+  methods per metric (`correction`: Bonferroni `min(1, p · m)` with `m` the number of
+  methods compared with the baseline, or Holm-Bonferroni), and a difference is significant
+  when the adjusted p is below `alpha` (0.05);
+- `diff`, `ci_low`, `ci_high`: the mean paired difference (method − baseline, metric units)
+  and its 95% interval; `ci_adj_low`, `ci_adj_high`: the interval at the Bonferroni level
+  `1 − alpha / m`, the one the report's wording uses (a method is called better or worse
+  only where it excludes zero); `se`, `df`: the standard error and its degrees of freedom;
+- `sd_diff`, `mde`: the standard deviation over queries of the per-query differences of
+  the seed means, and the minimal detectable effect of the design that was run at 80% power
+  and level `alpha / m` (`pipeline.stats.mde`).
 
 Several seeds: a method's per-query metrics may be a mapping `seed → frame`. The aggregate is
-then the mean ± sample standard deviation (ddof 1) over seeds of the per-seed aggregates, and
-the test and the CI run on each query's mean over seeds.
+then the mean ± sample standard deviation (ddof 1) over seeds of the per-seed aggregates; the
+test reads every seed's per-query values (a query missing in any seed is left out of it).
 
 **Decision**: `ranx.compare` is not used: it recomputes its own metrics from qrels and runs
 (no ARaB, NFaiRR, LIWC or gap) and has no multiple-comparison correction; the test is the same
@@ -40,13 +45,13 @@ import polars as pl
 
 from pipeline.metrics.variation import COMPLEXITY
 from pipeline.stats import (
-    BOOTSTRAP_SAMPLES,
-    BOOTSTRAP_SEED,
+    SeedQueryTest,
     TTest,
     adjust,
     bonferroni,
-    bootstrap_ci,
+    mde,
     mean_std,
+    seed_query_test,
 )
 from pipeline.stats import paired_ttest as _ttest
 
@@ -68,11 +73,16 @@ COMPARISON_SCHEMA = {
     "diff": pl.Float64,
     "ci_low": pl.Float64,
     "ci_high": pl.Float64,
-    "t": pl.Float64,
+    "ci_adj_low": pl.Float64,
+    "ci_adj_high": pl.Float64,
+    "se": pl.Float64,
+    "df": pl.Float64,
     "p": pl.Float64,
     "p_adjusted": pl.Float64,
     "n_pairs": pl.Int64,
     "significant": pl.Boolean,
+    "sd_diff": pl.Float64,
+    "mde": pl.Float64,
 }
 
 __all__ = [
@@ -161,6 +171,21 @@ def change_pct(value: float | None, base: float | None) -> float | None:
     return 100.0 * (value - base) / abs(base)
 
 
+def seed_matrix(frames: PerQuery, metric: str, query_ids: Sequence[str]) -> np.ndarray:
+    """``seeds × queries`` values of ``metric`` in the order of ``query_ids`` (NaN where a
+    seed has no value)."""
+    index = pl.DataFrame({"query_id": list(query_ids)}, schema={"query_id": pl.Utf8})
+    rows = []
+    for frame in as_seeds(frames).values():
+        if metric not in frame.columns:
+            rows.append(np.full(len(query_ids), np.nan))
+            continue
+        col = index.join(frame.select("query_id", pl.col(metric).cast(pl.Float64)),
+                         on="query_id", how="left")[metric]  # fmt: skip
+        rows.append(col.fill_null(float("nan")).to_numpy())
+    return np.vstack(rows)
+
+
 def compare(
     per_query: Mapping[str, PerQuery],
     baseline: str,
@@ -169,8 +194,6 @@ def compare(
     reference: Collection[str] = (),
     alpha: float = ALPHA,
     correction: str = "bonferroni",
-    bootstrap_samples: int = BOOTSTRAP_SAMPLES,
-    bootstrap_seed: int = BOOTSTRAP_SEED,
 ) -> pl.DataFrame:
     """One row per (method, metric), methods in the given order (schema `COMPARISON_SCHEMA`).
 
@@ -183,44 +206,53 @@ def compare(
     if metrics is None:
         metrics = metric_columns(next(iter(as_seeds(per_query[baseline]).values())))
     compared = [m for m in per_query if m != baseline and m not in reference]
-    boot = {"n_resamples": bootstrap_samples, "seed": bootstrap_seed}
+    adj_level = 1 - alpha / max(1, len(compared))
     rows = []
     for metric in metrics:
         base_mean, _ = mean_std(seed_aggregates(per_query[baseline], metric))
-        base_q = query_means(per_query[baseline], metric)
-        tested = {}
-        for method in compared:
-            a, b = paired_values(base_q, query_means(per_query[method], metric), metric)
-            tested[method] = (_ttest(a, b), bootstrap_ci(b - a, **boot), a, b)
-        adjusted = dict(
-            zip(compared, adjust([tested[m][0].p for m in compared], correction), strict=True)
-        )
+        base_ids = query_means(per_query[baseline], metric)["query_id"].to_list()
+        tested = {m: _test(per_query[baseline], per_query[m], metric, base_ids) for m in compared}
+        p_values = [None if t[0] is None else t[0].p for t in tested.values()]
+        adjusted = dict(zip(compared, adjust(p_values, correction), strict=True))
         for method, frames in per_query.items():
             row = _row(method, metric, frames, base_mean)
             if method in tested:
-                test, ci, a, b = tested[method]
-                p_adj = adjusted[method]
-                row |= {
-                    "change_pct": change_pct(row["mean"], base_mean),
-                    "diff": float(np.mean(b - a)) if a.size else None,
-                    "ci_low": None if ci is None else ci[0],
-                    "ci_high": None if ci is None else ci[1],
-                    "t": test.t,
-                    "p": test.p,
-                    "p_adjusted": p_adj,
-                    "n_pairs": test.n,
-                    "significant": p_adj is not None and p_adj < alpha,
-                }
+                row |= _tested_row(row, base_mean, tested[method], adjusted[method], len(compared),
+                                   alpha, adj_level)  # fmt: skip
             rows.append(row)
-    log.info(
-        "compared %d methods with %r on %d metrics (%s, bootstrap %d)",
-        len(compared),
-        baseline,
-        len(metrics),
-        correction,
-        bootstrap_samples,
-    )
+    log.info("compared %d methods with %r on %d metrics (queries × seeds, %s)",
+             len(compared), baseline, len(metrics), correction)  # fmt: skip
     return _ordered(pl.DataFrame(rows, schema=COMPARISON_SCHEMA), list(per_query))
+
+
+def _test(
+    base: PerQuery, other: PerQuery, metric: str, ids: Sequence[str]
+) -> tuple[SeedQueryTest | None, float | None]:
+    """The seed × query test of ``other − base`` and the sd of the per-query differences."""
+    b, o = seed_matrix(base, metric, ids), seed_matrix(other, metric, ids)
+    test = seed_query_test(o, b)
+    keep = np.isfinite(o).all(axis=0) & np.isfinite(b).all(axis=0)
+    d = o[:, keep].mean(axis=0) - b[:, keep].mean(axis=0)
+    return test, (float(d.std(ddof=1)) if d.size > 1 else None)
+
+
+def _tested_row(
+    row: Mapping[str, Any], base_mean: float | None,
+    tested: tuple[SeedQueryTest | None, float | None], p_adj: float | None, m: int,
+    alpha: float, adj_level: float,
+) -> dict[str, Any]:  # fmt: skip
+    test, sd = tested
+    out: dict[str, Any] = {"change_pct": change_pct(row["mean"], base_mean), "p_adjusted": p_adj,
+                           "significant": p_adj is not None and p_adj < alpha, "sd_diff": sd}  # fmt: skip
+    if test is None:
+        return out | {"n_pairs": 0}
+    lo, hi = test.interval(adj_level)
+    return out | {
+        "diff": test.diff, "ci_low": test.low, "ci_high": test.high, "ci_adj_low": lo,
+        "ci_adj_high": hi, "se": test.se, "df": test.df if np.isfinite(test.df) else None,
+        "p": test.p, "n_pairs": test.n_queries,
+        "mde": None if sd is None else mde(sd, test.n_queries, m, alpha),
+    }  # fmt: skip
 
 
 def _row(method: str, metric: str, frames: PerQuery, base_mean: float | None) -> dict[str, Any]:

@@ -152,7 +152,7 @@ def comparison_table(
     skip: Sequence[str] = (),
 ) -> str:
     """A Markdown table from a comparison frame: absolute `mean[ ± std]` cells (default) or
-    `+x.xx% [lo, hi]` changes with the bootstrap CI in % of |baseline| (`change=True`); `†`
+    `+x.xx% [lo, hi]` changes with the 95% CI in % of |baseline| (`change=True`); `†`
     marks a significant difference from the baseline (not on the signed columns `SIGNED`)."""
     digits = (2 if change else 4) if digits is None else digits
     cell = _change_cell if change else _abs_cell
@@ -190,7 +190,7 @@ def report_markdown(
         parts += [", ".join(f"{k}: `{v}`" for k, v in info.items()), ""]
     parts += [_legend(baseline, reference, len(compared), alpha, seeds, correction), ""]
     skip = [baseline, *reference]
-    change_title = f"### Change vs `{baseline}` (%) [95% bootstrap CI, % of |{baseline}|]"
+    change_title = f"### Change vs `{baseline}` (%) [95% CI, % of |{baseline}|]"
     for k in cutoffs:
         parts += [f"## Cut-off {k}", "", comparison_table(cmp, [c.format(k=k) for c in ABS_AT_K])]
         parts += ["", change_title, ""]
@@ -224,17 +224,23 @@ def _legend(
     ref = f" Rows {refs}: reference rows (first stage, untrained model), not compared."
     ref = ref if reference else ""
     spread = " A method with several seeds shows mean ± std over its seeds." if seeds > 1 else ""
-    per_query = " (each query's mean over seeds)" if seeds > 1 else ""
     name = CORRECTION_NAMES.get(correction, correction)
     return (
         "Arrows: ↑ higher is better, ↓ lower is better, →0 closer to zero is fairer "
         f"(ARaB signed: positive = male-leaning; `-abs`: magnitude).{ref}{spread} "
-        f"{MARK}: differs from `{baseline}` with p < {alpha:g}, paired two-sided t-test over "
-        f"per-query values{per_query} of the queries evaluated for both, {name}-adjusted "
-        f"for {n} compared method(s). {MARK} means *different*, not *fairer*: it is shown on "
-        "effectiveness and magnitude columns only (`-abs`, NFaiRR, LIWC, AWRF, gap-abs), not "
-        "on the signed ARaB and gap columns, where a significant difference can be a sign "
-        "flip; read their `-abs` columns. Change = 100 · (method − baseline) / |baseline|; "
-        "[lo, hi] = paired bootstrap 95% percentile CI of the mean per-query difference "
-        "(method − baseline), in % of |baseline|, not adjusted for multiple comparisons."
+        f"{MARK}: differs from `{baseline}` with p < {alpha:g}, {_test_name(seeds)}, "
+        f"{name}-adjusted for {n} compared method(s). {MARK} means *different*, not "
+        "*fairer*: it is shown on effectiveness and magnitude columns only (`-abs`, NFaiRR, "
+        "LIWC, AWRF, gap-abs), not on the signed ARaB and gap columns, where a significant "
+        "difference can be a sign flip; read their `-abs` columns. Change = 100 · (method − "
+        "baseline) / |baseline|; [lo, hi] = 95% interval of the mean paired difference "
+        f"(method − baseline) from the same model, in % of |baseline|, not adjusted for "
+        "multiple comparisons."
     )
+
+
+def _test_name(seeds: int) -> str:
+    if seeds > 1:
+        return (f"two-sided test over queries × {seeds} seeds (crossed random effects for "
+                "query and seed, Satterthwaite df)")  # fmt: skip
+    return "paired two-sided t-test over the queries evaluated for both"

@@ -40,5 +40,5 @@ def test_legend_names_the_correction_and_what_the_dagger_means() -> None:
     md = report_markdown(_cmp(), [10], "base", correction="holm")
     assert "Holm-Bonferroni-adjusted for 1 compared method(s)" in md
     assert "† means *different*, not *fairer*" in md
-    assert "### Change vs `base` (%) [95% bootstrap CI, % of |base|]" in md
+    assert "### Change vs `base` (%) [95% CI, % of |base|]" in md
     assert "Bonferroni-adjusted" in report_markdown(_cmp(), [10], "base")

@@ -17,7 +17,9 @@ from pipeline.report.significance import (
     mean_std,
     paired_ttest,
     query_means,
+    seed_matrix,
 )
+from pipeline.stats import seed_query_test
 
 QIDS = [f"q{i}" for i in range(8)]
 A = [0.2, 0.4, 0.6, 0.8, 0.2, 0.4, 0.6, 0.8]  # mean 0.5
@@ -42,7 +44,8 @@ def test_known_difference_is_marked_identical_pair_is_not() -> None:
     row_b, row_same = _get(cmp, "B"), _get(cmp, "same")
     assert row_b["change_pct"] == pytest.approx(100 * (0.6 - 0.5) / 0.5)  # +20 %
     # d = 0.1 ± 0.01 alternating: sd = 0.01·sqrt(8/7), t = 0.1 / (sd / sqrt 8) = 10·sqrt 7
-    assert row_b["t"] == pytest.approx(10 * math.sqrt(7))
+    assert row_b["diff"] / row_b["se"] == pytest.approx(10 * math.sqrt(7))
+    assert row_b["df"] == pytest.approx(7)  # one seed: the paired t-test
     assert row_b["p"] == pytest.approx(2 * stats.t.sf(10 * math.sqrt(7), df=7))
     assert row_b["p_adjusted"] == pytest.approx(2 * row_b["p"])  # two compared methods
     assert row_b["significant"] is True and row_b["n_pairs"] == 8
@@ -65,7 +68,8 @@ def test_bonferroni_multiplies_by_the_number_of_compared_methods_and_caps_at_one
     assert 0.05 / 3 < p < 0.05
     other = _frame([a + x for a, x in zip(A, d, strict=True)])
     alone = _get(compare({"A": _frame(A), "B": other}, "A"), "B")
-    assert alone["t"] == pytest.approx(t) and alone["p_adjusted"] == pytest.approx(p)
+    assert alone["diff"] / alone["se"] == pytest.approx(t)
+    assert alone["p_adjusted"] == pytest.approx(p)
     assert alone["significant"] is True
     three = compare({"A": _frame(A), "B": other, "C": _frame(A), "D": _frame(A)}, "A")
     assert _get(three, "B")["p_adjusted"] == pytest.approx(3 * p)
@@ -114,8 +118,13 @@ def test_seeds_mean_std_and_test_on_per_query_means() -> None:
     assert _get(cmp, "base")["mean"] == pytest.approx(0.51)
     assert _get(cmp, "base")["std"] == pytest.approx(math.sqrt(2 * 0.01**2))
     assert s["change_pct"] == pytest.approx(100 * (0.5 - 0.51) / 0.51)
-    expected = stats.ttest_rel(means["MRR@10"].to_numpy(), [a + 0.01 for a in A])
-    assert s["t"] == pytest.approx(expected.statistic) and s["p"] == pytest.approx(expected.pvalue)
+    # the test reads every seed's values: q7 (null in seed 3) is left out; 3 vs 2 seeds are
+    # unpaired, so each side adds its own seed component (pipeline.stats.seed_query_test)
+    ids = QIDS[:7]
+    expected = seed_query_test(seed_matrix(seeds, "MRR@10", ids), seed_matrix(base, "MRR@10", ids))
+    assert expected is not None and s["n_pairs"] == 7
+    assert s["p"] == pytest.approx(expected.p) and s["se"] == pytest.approx(expected.se)
+    assert s["se"] > means["MRR@10"].head(7).std() / math.sqrt(7)  # wider than queries alone
 
 
 def test_change_pct_uses_the_magnitude_of_the_baseline() -> None:
