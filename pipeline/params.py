@@ -75,6 +75,7 @@ class CandidatesParams:
     k1: float = 0.9
     b: float = 0.4
     train_top_k: Annotated[int, Range(ge=0)] | None = None
+    fill_seed: int = 13  # test lists shorter than top_k: the random part of the fill
 
 
 ModelParams = ModelConfig  # the `model` section is the model families' config

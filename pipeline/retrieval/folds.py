@@ -4,7 +4,9 @@ its training queries (read by the LWS ordering), without leaking documents acros
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
+import numpy as np
 import polars as pl
 
 from pipeline.params import CandidatesParams
@@ -20,10 +22,13 @@ def fold_candidates(
     test: bool,
     p: CandidatesParams,
     k: int | None = None,
+    judged: Mapping[str, list[str]] | None = None,
 ) -> pl.DataFrame:
     """BM25 top-k of fold ``fold``: its test queries (``test``) or its training queries, over
     the documents of the same side when the source splits documents with their queries (as
-    Grep-BiasIR does: no leak across the split). ``k``: candidates per query (``p.top_k``)."""
+    Grep-BiasIR does: no leak across the split). ``k``: candidates per query (``p.top_k``).
+    ``judged`` (query → its judged doc ids): on the test side, lists shorter than ``top_k``
+    are padded (``fill``)."""
     in_fold = pl.col("fold").eq_missing(fold)
     queries = queries.filter(in_fold if test else ~in_fold)
     if "fold" in corpus.columns:
@@ -36,37 +41,80 @@ def fold_candidates(
             "adjust dataset.folds / dataset.test_fraction"
         )
     cands = bm25_topk(corpus, queries, k=p.top_k if k is None else k, k1=p.k1, b=p.b)
-    missing = sorted(set(queries["query_id"]) - set(cands["query_id"]))
-    if missing and test:
-        # Every query is evaluated (SPEC §7): a query whose terms match no document (e.g.
-        # Grep-BiasIR's "summerstyle 2021") gets the side's first top_k documents, all tied
-        # at score 0, which the reranker orders and the tie-aware metrics handle.
-        log.warning("fold %d: BM25 matched no document for %d test queries (%s); they get "
-                    "%d tied candidates at score 0", fold, len(missing), ", ".join(missing),
-                    min(p.top_k, corpus.height))  # fmt: skip
-        docs = corpus["doc_id"].head(p.top_k)
-        tied = pl.DataFrame({"query_id": missing}).join(pl.DataFrame({"doc_id": docs}), how="cross")
-        tied = tied.with_columns(
-            (pl.int_range(pl.len()).over("query_id") + 1).cast(pl.Int64).alias("rank"),
-            pl.lit(0.0).alias("score"),
-        )
-        cands = pl.concat([cands, tied.select(cands.columns)])
+    if test:
+        cands = fill(cands, queries, corpus["doc_id"], judged or {}, p.top_k, (p.fill_seed, fold))
+    return cands.select("query_id", "doc_id", "rank", "score").with_columns(
+        pl.lit(fold, dtype=pl.Int64).alias("fold")
+    )
+
+
+def fill(
+    cands: pl.DataFrame,
+    queries: pl.DataFrame,
+    docs: pl.Series,
+    judged: Mapping[str, list[str]],
+    k: int,
+    seed: int | tuple[int, ...],
+) -> pl.DataFrame:
+    """Pad every query's BM25 list to ``k`` documents (SPEC §7, issue 21 "a testbed that can
+    move"). BM25 ranks only documents that share a term with the query: on Grep-BiasIR a
+    fold's test side has ~140 documents and a query matched 24 on average (35 of 117 fewer
+    than 10), so rank-based metrics could not move on short lists. The fill appends, after
+    BM25's matches and tied at score 0: first the query's own judged documents that BM25
+    missed (every version of its relevant and non-relevant document, so the counterfactual
+    comparison is defined for every query; relevance is not revealed: both kinds are added),
+    then the side's other documents in a seeded random order (one permutation per fold).
+    A query that matched nothing gets the whole list this way."""
+    have = dict(cands.group_by("query_id").agg(pl.col("doc_id")).iter_rows())
+    short = [q for q in queries["query_id"].to_list() if len(have.get(q, [])) < k]
+    if not short:
+        return cands
+    pool = sorted(docs.to_list())
+    order = [pool[i] for i in np.random.default_rng(seed).permutation(len(pool))]
+    rows = []
+    for q in short:
+        present = set(have.get(q, []))
+        own = [d for d in sorted(judged.get(q, [])) if d not in present]
+        taken = set(own)
+        extra = (d for d in order if d not in present and d not in taken)
+        added = [*own, *(next(extra, None) for _ in range(k - len(present) - len(own)))]
+        rows += [(q, d, len(present) + i + 1) for i, d in enumerate(added[: k - len(present)]) if d]
+    log.info("candidates: %d of %d queries had fewer than %d BM25 matches; filled %d documents "
+             "(own judged first, then random) at score 0", len(short), queries.height, k,
+             len(rows))  # fmt: skip
+    extra_rows = pl.DataFrame(rows, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8,
+                                            "rank": pl.Int64}, orient="row")  # fmt: skip
+    extra_rows = extra_rows.with_columns(pl.lit(0.0).alias("score"))
+    return pl.concat([cands.select("query_id", "doc_id", "rank", "score"),
+                      extra_rows.select("query_id", "doc_id", "rank", "score")])  # fmt: skip
+
+
     return cands.with_columns(pl.lit(fold, dtype=pl.Int64).alias("fold"))
 
 
 def candidates(
-    corpus: pl.DataFrame, queries: pl.DataFrame, first_stage: pl.DataFrame, p: CandidatesParams
+    corpus: pl.DataFrame,
+    queries: pl.DataFrame,
+    first_stage: pl.DataFrame,
+    p: CandidatesParams,
+    qrels: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(test candidates, training candidates)`` over every fold of ``queries``. A source
     that ships its first-stage run (MS MARCO 215 set: BM25 top-200) has its top ``p.top_k``
-    reranked instead of BM25's (as fold 0). Training candidates: ``p.train_top_k`` per query
-    (``None``: ``p.top_k``; ``0``: an empty table, for runs without the ``lws`` ordering)."""
+    reranked instead of BM25's (as fold 0). Test lists shorter than ``p.top_k`` are filled
+    (``fill``; the judged documents come from ``qrels``). Training candidates:
+    ``p.train_top_k`` per query (``None``: ``p.top_k``; ``0``: an empty table, for runs
+    without the ``lws`` ordering)."""
     folds = sorted(queries["fold"].drop_nulls().unique().to_list())
+    judged: dict[str, list[str]] = {}
+    if qrels is not None:
+        judged = dict(qrels.group_by("query_id").agg(pl.col("doc_id")).iter_rows())
     if first_stage.height:
         fold = pl.lit(0, dtype=pl.Int64).alias("fold")
         test = first_stage.filter(pl.col("rank") <= p.top_k).with_columns(fold)
     else:
-        test = pl.concat([fold_candidates(corpus, queries, f, True, p) for f in folds])
+        test = pl.concat([fold_candidates(corpus, queries, f, True, p, judged=judged)
+                          for f in folds])  # fmt: skip
     k = p.top_k if p.train_top_k is None else p.train_top_k
     if k == 0:
         return test, test.clear()

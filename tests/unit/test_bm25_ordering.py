@@ -131,3 +131,36 @@ def test_sparse_scorer_equals_bm25s_dense_scores_and_their_top_k() -> None:
             assert np.array_equal(values, dense[top])  # bit for bit
     for acc, seen, _ in [scorer._buffers()]:
         assert not acc.any() and not seen.any()  # clean after every query
+
+
+def test_short_test_lists_are_filled_to_top_k() -> None:
+    """A test query's list holds top_k documents: BM25's matches first, then its own judged
+    documents that BM25 missed, then the fold's other test documents (seeded), at score 0."""
+    from pipeline.params import CandidatesParams
+    from pipeline.retrieval.folds import candidates
+
+    texts = ["red fox", "red hen", "blue sky", "green sea", "dark den", "cold rain",
+             "tall tree", "old barn", "red wine"]  # fmt: skip
+    corpus = pl.DataFrame({"doc_id": [f"d{i}" for i in range(9)], "text": texts,
+                           "fold": [0] * 8 + [1]})  # fmt: skip
+    queries = pl.DataFrame({"query_id": ["a", "b", "c"], "text": ["red", "zebra", "wine"],
+                            "fold": [0, 0, 1]})  # fmt: skip
+    qrels = pl.DataFrame({"query_id": ["a", "a", "b"], "doc_id": ["d2", "d0", "d7"],
+                          "relevance": [1, 0, 1]})  # fmt: skip
+    first = pl.DataFrame(schema={"query_id": pl.String, "doc_id": pl.String, "rank": pl.Int64,
+                                 "score": pl.Float64})  # fmt: skip
+    p = CandidatesParams(top_k=5, train_top_k=0)
+    test, _ = candidates(corpus, queries, first, p, qrels)
+    a = test.filter(pl.col("query_id") == "a").sort("rank")
+    assert a.height == 5 and a["rank"].to_list() == [1, 2, 3, 4, 5]
+    assert set(a["doc_id"][:2]) == {"d0", "d1"} and (a["score"][:2] > 0).all()  # BM25 "red"
+    assert a["doc_id"][2] == "d2" and (a["score"][2:] == 0).all()  # own judged, then random
+    b = test.filter(pl.col("query_id") == "b").sort("rank")  # "zebra" matches nothing
+    assert b.height == 5 and b["doc_id"][0] == "d7" and (b["score"] == 0).all()
+    assert b["doc_id"].n_unique() == 5
+    again, _ = candidates(corpus, queries, first, p, qrels)
+    assert again.equals(test)  # seeded
+    other, _ = candidates(corpus, queries, first, CandidatesParams(top_k=5, train_top_k=0, fill_seed=1), qrels)
+    assert not other.equals(test)
+    full, _ = candidates(corpus, queries, first, CandidatesParams(top_k=2, train_top_k=0), qrels)
+    assert full.filter(pl.col("query_id") == "a")["doc_id"].sort().to_list() == ["d0", "d1"]
