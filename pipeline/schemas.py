@@ -55,18 +55,21 @@ QRELS = Schema(
 )
 # `fold` (k-fold cross-validation, SPEC §7): the fold whose model trains on the triple (or
 # reads the candidate); a triple may appear under several folds. Absent without folds.
+# `draw` (sampled negatives): the triple is one option of a draw; training keeps `draw` of
+# the options sharing (fold, query, positive, source), drawn with the run's seed by the order
+# stage (pipeline.ordering.draw_negatives). Null (or absent) for a fixed triple.
 TRIPLES = Schema(
     "triples",
     {"query_id": STR, "pos_doc_id": STR, "neg_doc_id": STR},
-    {"source": STR, "fold": I64},
+    {"source": STR, "fold": I64, "draw": I64},
 )
 TRIPLE_COLUMNS = tuple(TRIPLES.required)
 """``(query_id, pos_doc_id, neg_doc_id)``: the columns that identify a triple."""
 ORDERED_TRIPLES = Schema(
     "ordered triples",
     {"query_id": STR, "pos_doc_id": STR, "neg_doc_id": STR, "position": I64, "psi": F64},
-    {"source": STR, "bucket": I64, "fold": I64},
-    unique=("fold", "position"),  # positions restart at 0 in every fold
+    {"source": STR, "bucket": I64, "fold": I64, "seed": I64},
+    unique=("seed", "fold", "position"),  # positions restart at 0 in every (seed,) fold
 )
 DOC_SCORES = Schema(
     "doc_scores",

@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+import polars as pl
+
 from pipeline import io, schemas
 from pipeline.ordering import apply_ordering, get_ordering, psi_profile
 from pipeline.params import get_method
@@ -25,30 +27,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     m = get_method(ns.params, ns.method)
     record = get_ordering(m.ordering)
     triples = io.read_table("data/triples.parquet", schemas.TRIPLES)
-    ordered = apply_ordering(
-        record,
-        triples,
-        io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES),
-        ns.params.orderings[m.ordering],
-        psi=m.psi,
-        seed=ns.params.train.seed,
-        direction=m.direction,
-        tables={name: io.read_table(*TABLES[name]) for name in record.needs},
-    )
+    doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
+    tables = {name: io.read_table(*TABLES[name]) for name in record.needs}
+    parts = []
+    for seed, sub in ns.params.train.seed_runs():  # each seed: its own draw and order
+        ordered = apply_ordering(
+            record, triples, doc_scores, ns.params.orderings[m.ordering], psi=m.psi, seed=seed,
+            direction=m.direction, tables=tables,
+        )  # fmt: skip
+        parts.append(ordered.with_columns(pl.lit(seed, pl.Int64).alias("seed")) if sub else ordered)
+    ordered = pl.concat(parts)
     io.write_table(ordered, f"data/order/{ns.method}.parquet", schemas.ORDERED_TRIPLES)
     rho, tenths = psi_profile(ordered)
-    profile = tenths.with_columns(spearman=rho)
+    rho_g, groups = psi_profile(ordered, ns.params.train.group_size)  # as trained
+    profile = tenths.with_columns(
+        spearman=rho, spearman_groups=rho_g, psi_mean_groups=groups["psi_mean"]
+    )
     io.write_text(profile.write_csv(float_precision=6), f"plots/order/{ns.method}.csv")
     log.info(
-        "order@%s: %s ordering of %d of %d triples; Spearman(position, Ψ⁺) = %.3f; "
+        "order@%s: %s ordering, %d triples over %d seed(s) (from %d rows of triples.parquet); "
+        "Spearman(position, Ψ⁺) = %.3f per triple, %.3f per training group as trained; "
         "mean Ψ⁺ per tenth: %s",
-        ns.method,
-        m.ordering,
-        ordered.height,
-        triples.height,
-        rho,
-        " ".join(f"{v:.3f}" for v in tenths["psi_mean"]),
-    )
+        ns.method, m.ordering, ordered.height, len(parts), triples.height, rho,
+        rho_g, " ".join(f"{v:.3f}" for v in tenths["psi_mean"]),
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

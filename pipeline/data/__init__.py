@@ -46,7 +46,7 @@ def _grep_biasir(p: DatasetParams) -> Extracted:
     parts = []
     for fold in range(max(p.folds, 1)):
         train = queries.filter(pl.col("fold").ne_missing(fold))["query_id"].to_list()
-        t = make_triples(data, train, p.bm25_negatives, p.bm25_pool, p.split_seed)
+        t = make_triples(data, train, p.bm25_negatives, p.bm25_pool)
         parts.append(t.with_columns(pl.lit(fold, dtype=pl.Int64).alias("fold")))
     return Extracted(corpus, queries, data.qrels, pl.concat(parts))
 

@@ -217,16 +217,17 @@ def _id_key(x: str) -> tuple[int, str]:
 
 
 def make_triples(
-    data: GrepBiasIR, train_ids: list[str], bm25_negatives: int, bm25_pool: int, seed: int
+    data: GrepBiasIR, train_ids: list[str], bm25_negatives: int, bm25_pool: int
 ) -> pl.DataFrame:
     """Training triples for the train queries.
 
     Each relevant document (3 gender versions) is paired with each of the query's
-    non-relevant documents (`source = same_query`) and with `bm25_negatives` documents
-    sampled from the query's BM25 top-`bm25_pool` documents of *other training* queries
-    (`source = bm25`); test documents never appear in training.
+    non-relevant documents (`source = same_query`) and with every document of the query's
+    BM25 top-`bm25_pool` among *other training* queries' documents (`source = bm25`), of
+    which training keeps `draw = bm25_negatives` per positive, drawn with the run's seed by
+    the order stage (`pipeline.ordering.draw_negatives`), so each seed trains on its own
+    sampled negatives; test documents never appear in training.
     """
-    rng = np.random.default_rng(seed)
     qrels = data.qrels.filter(pl.col("query_id").is_in(train_ids))
     rel = qrels.filter(pl.col("relevance") > 0)
     nonrel = qrels.filter(pl.col("relevance") == 0)
@@ -235,9 +236,10 @@ def make_triples(
         pl.col("doc_id").alias("pos_doc_id"),
         pl.col("doc_id_neg").alias("neg_doc_id"),
         pl.lit("same_query").alias("source"),
+        pl.lit(None, dtype=pl.Int64).alias("draw"),
     )
     if bm25_negatives == 0:
-        return same.sort("query_id", "pos_doc_id", "neg_doc_id")
+        return same.drop("draw").sort("query_id", "pos_doc_id", "neg_doc_id")
     queries = data.queries.filter(pl.col("query_id").is_in(train_ids))
     own = data.qrels.select("query_id", "doc_id", pl.lit(True).alias("own"))
     train_docs = data.corpus.filter(pl.col("doc_id").is_in(qrels["doc_id"].implode()))
@@ -245,13 +247,14 @@ def make_triples(
         bm25_topk(train_docs, queries, k=bm25_pool + 6)
         .join(own, on=["query_id", "doc_id"], how="left")
         .filter(pl.col("own").is_null())
+        .sort("query_id", "rank")
+        .group_by("query_id", maintain_order=True)
+        .head(bm25_pool)
+        .select("query_id", pl.col("doc_id").alias("neg_doc_id"))
     )
-    rows = []
-    for qid, pos in rel.sort("query_id", "doc_id").select("query_id", "doc_id").iter_rows():
-        cands = pool.filter(pl.col("query_id") == qid).sort("rank")["doc_id"].to_list()[:bm25_pool]
-        for neg in rng.permutation(np.array(cands, dtype=object))[:bm25_negatives].tolist():
-            rows.append((qid, pos, neg, "bm25"))
-    bm25 = pl.DataFrame(
-        rows, schema=["query_id", "pos_doc_id", "neg_doc_id", "source"], orient="row"
+    bm25 = rel.select("query_id", pl.col("doc_id").alias("pos_doc_id")).join(
+        pool, on="query_id"
+    ).with_columns(pl.lit("bm25").alias("source"), pl.lit(bm25_negatives, pl.Int64).alias("draw"))
+    return pl.concat([same, bm25.select(same.columns)]).sort(
+        "query_id", "pos_doc_id", "source", "neg_doc_id"
     )
-    return pl.concat([same, bm25]).sort("query_id", "pos_doc_id", "source", "neg_doc_id")

@@ -17,7 +17,7 @@ import importlib
 import pkgutil
 
 from pipeline.config import lookup
-from pipeline.ordering._apply import apply_ordering, psi_profile
+from pipeline.ordering._apply import apply_ordering, as_trained, draw_negatives, psi_profile
 from pipeline.ordering._curriculum import bucket_probabilities
 from pipeline.ordering.common import DIRECTIONS, Inputs, NoConfig, Ordering
 
@@ -56,7 +56,9 @@ __all__ = [
     "NoConfig",
     "Ordering",
     "apply_ordering",
+    "as_trained",
     "bucket_probabilities",
+    "draw_negatives",
     "get_ordering",
     "psi_profile",
 ]

@@ -8,12 +8,38 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.ordering.common import Inputs, Ordering
+from pipeline.ordering.common import Inputs, Ordering, Seed, rng
 
 logger = logging.getLogger(__name__)
 
 FOLD = "fold"
+SEED = "seed"
+DRAW = "draw"
 TENTHS = 10
+DRAW_STREAM = 7  # the negatives' draw uses its own stream of the run's seed
+
+
+def draw_negatives(triples: pl.DataFrame, seed: Seed) -> pl.DataFrame:
+    """The triples a run trains on: fixed triples (``draw`` null or absent) as they are, and
+    of each group of options of a sampled negative (same query, positive and source), ``draw``
+    options drawn uniformly without replacement with ``seed`` (issue 21: the seed varies the
+    sampled negatives as well as the order). Output without ``draw``, in the input's order."""
+    if DRAW not in triples.columns:
+        return triples
+    options = triples.filter(pl.col(DRAW).is_not_null())
+    if options.height == 0:
+        return triples.drop(DRAW)
+    key = pl.struct("query_id", "pos_doc_id", pl.col("source") if "source" in triples.columns
+                    else pl.lit(""))  # fmt: skip
+    noise = rng(seed, DRAW_STREAM).random(triples.height)
+    rank = pl.col("_u").rank("ordinal").over(key)
+    kept = (
+        triples.with_row_index("_i")
+        .with_columns(pl.Series("_u", noise))
+        .filter(pl.col(DRAW).is_null() | (rank <= pl.col(DRAW)))
+        .sort("_i")
+    )
+    return kept.drop("_i", "_u", DRAW)
 
 
 def _fold_rows(frame: pl.DataFrame, fold: int) -> pl.DataFrame:
@@ -41,10 +67,13 @@ def apply_ordering(
     once per fold in ascending fold order on that fold's triples and that fold's rows of
     every table with a ``fold`` column (LWS: the fold's training candidates), seeded with
     ``(seed, fold)``; positions restart at 0 in every fold and the output keeps ``fold``.
+    Sampled negatives (a ``draw`` column) are drawn first with the same seed
+    (:func:`draw_negatives`).
     """
     tables = dict(tables or {})
     if FOLD not in triples.columns:
-        return record.fn(triples, doc_scores, cfg, Inputs(psi, seed, direction, tables))
+        drawn = draw_negatives(triples, seed)
+        return record.fn(drawn, doc_scores, cfg, Inputs(psi, seed, direction, tables))
     if triples[FOLD].null_count():
         raise ValueError(
             f"triples: {triples[FOLD].null_count()} rows have no fold; every triple must name "
@@ -55,22 +84,29 @@ def apply_ordering(
         inp = Inputs(
             psi, (seed, fold), direction, {n: _fold_rows(t, fold) for n, t in tables.items()}
         )
-        out = record.fn(_fold_rows(triples, fold), doc_scores, cfg, inp)
+        drawn = draw_negatives(_fold_rows(triples, fold), (seed, fold))
+        out = record.fn(drawn, doc_scores, cfg, inp)
         parts.append(out.with_columns(pl.lit(fold, dtype=pl.Int64).alias(FOLD)))
         logger.info("%s: fold %d, %d triples ordered", record.name, fold, out.height)
     return pl.concat(parts)
 
 
-def psi_profile(ordered: pl.DataFrame) -> tuple[float, pl.DataFrame]:
+def psi_profile(ordered: pl.DataFrame, group_size: int | None = None) -> tuple[float, pl.DataFrame]:
     """How Ψ⁺ moves through training (issue 14 item 6): ``(ρ, frame)``.
 
     ρ is Spearman's correlation of training progress and ``psi`` (Ψ of the positive), ties
     at their mean rank; progress is ``position / n`` with ``n`` the triples of the
-    position's fold (without folds: ρ = Spearman(position, Ψ⁺)). ``frame`` has one row per
-    tenth of training, ``tenth = ⌊10 · progress⌋`` (0–9): ``tenth``, ``psi_mean`` (mean Ψ⁺),
-    ``biased_share`` (share with Ψ⁺ > 0), ``triples``. ρ is NaN when Ψ⁺ is constant.
+    position's fold (and seed): without folds, ρ = Spearman(position, Ψ⁺). ``frame`` has one
+    row per tenth of training, ``tenth = ⌊10 · progress⌋`` (0–9): ``tenth``, ``psi_mean``
+    (mean Ψ⁺), ``biased_share`` (share with Ψ⁺ > 0), ``triples``. ρ is NaN when Ψ⁺ is
+    constant. With ``group_size`` the order is measured *as trained* (issue 21): the trainer
+    cuts a fold's triples into groups of one positive and ``group_size − 1`` negatives, each
+    at its first triple's position (``pipeline.train.groups``), so ρ and the tenths are
+    computed over the groups in that order.
     """
-    keys = [FOLD] if FOLD in ordered.columns else []
+    keys = [k for k in (SEED, FOLD) if k in ordered.columns]
+    if group_size is not None:
+        ordered = as_trained(ordered, group_size)
     n = pl.len().over(keys) if keys else pl.len()
     progress = ordered.select(
         (pl.col("position") / n).alias("progress"), pl.col("psi").cast(pl.Float64)
@@ -92,3 +128,22 @@ def psi_profile(ordered: pl.DataFrame) -> tuple[float, pl.DataFrame]:
         .sort("tenth")
     )
     return rho, frame
+
+
+def as_trained(ordered: pl.DataFrame, group_size: int) -> pl.DataFrame:
+    """One row per training group, in training order: the groups the trainer forms from each
+    (seed,) fold's triples (``pipeline.train.groups.make_groups``: by query and positive, in
+    order of first appearance, ``group_size − 1`` negatives a group), with the group's
+    ``position`` (0, 1, … in that order) and its positive's ``psi``."""
+    keys = [k for k in (SEED, FOLD) if k in ordered.columns]
+    per = group_size - 1
+    chunk = (pl.int_range(pl.len()).over([*keys, "query_id", "pos_doc_id"]) // per).alias("_c")
+    first = (
+        ordered.sort([*keys, "position"])
+        .with_columns(chunk)
+        .group_by([*keys, "query_id", "pos_doc_id", "_c"], maintain_order=True)
+        .agg(pl.col("position").first().alias("_p"), pl.col("psi").first())
+        .sort([*keys, "_p"])
+    )
+    pos = pl.int_range(pl.len()).over(keys) if keys else pl.int_range(pl.len())
+    return first.with_columns(pos.cast(pl.Int64).alias("position")).drop("_c", "_p")

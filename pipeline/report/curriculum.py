@@ -16,7 +16,13 @@ import polars as pl
 from matplotlib.figure import Figure
 
 from pipeline import io, schemas
-from pipeline.ordering import DIRECTIONS, apply_ordering, bucket_probabilities, psi_profile
+from pipeline.ordering import (
+    DIRECTIONS,
+    apply_ordering,
+    bucket_probabilities,
+    draw_negatives,
+    psi_profile,
+)
 from pipeline.ordering._curriculum import rank_values
 from pipeline.ordering.common import with_positive_psi
 from pipeline.ordering.curriculum import RECORD, CurriculumConfig
@@ -69,7 +75,8 @@ def build_curriculum_figures(
     """
     triples = io.read_table(triples_path, schemas.TRIPLES)
     doc_scores = io.read_table(doc_scores_path, schemas.DOC_SCORES)
-    values = with_positive_psi(triples, doc_scores, cfg.psi)["psi"].to_numpy()
+    drawn = draw_negatives(triples, seed)  # the sampled negatives of the run seeded by `seed`
+    values = with_positive_psi(drawn, doc_scores, cfg.psi)["psi"].to_numpy()
     if cfg.mu_units == "rank":
         values = rank_values(np.asarray(values, dtype=np.float64))
     buckets = bucket_probabilities(values, SIGMAS, cfg.buckets() or 10, "low_to_high", cfg.mu)

@@ -41,8 +41,16 @@ def train_config(params: Params, seed: int) -> TrainConfig:
     return TrainConfig(seed=seed, **{k: getattr(t, k) for k in keep if hasattr(t, k)})
 
 
-def folds_of(ordered: pl.DataFrame) -> list[tuple[int, pl.DataFrame]]:
-    """``(fold, its triples in training order)``; a table without ``fold`` is fold 0."""
+def folds_of(ordered: pl.DataFrame, seed: int | None = None) -> list[tuple[int, pl.DataFrame]]:
+    """``(fold, its triples in training order)``; a table without ``fold`` is fold 0. With a
+    ``seed`` column (``train.seeds``: one draw and order per seed), ``seed``'s rows only."""
+    if "seed" in ordered.columns:
+        if seed is None or seed not in set(ordered["seed"].unique().to_list()):
+            raise ValueError(
+                f"the ordered triples hold seeds {sorted(ordered['seed'].unique().to_list())}, "
+                f"not {seed}; rerun the order stage (`dvc repro`) after changing train.seeds"
+            )
+        ordered = ordered.filter(pl.col("seed") == seed).drop("seed")
     if "fold" not in ordered.columns:
         ordered = ordered.with_columns(pl.lit(0, dtype=pl.Int64).alias("fold"))
     parts = ordered.sort("fold", "position").partition_by("fold", maintain_order=True)
@@ -90,7 +98,7 @@ def train_method(
     m = params.methods[method]
     curves = []
     for seed, sub in params.train.seed_runs():
-        for fold, triples in folds_of(ordered):
+        for fold, triples in folds_of(ordered, seed if sub else None):
             log.info("train@%s: seed %d, fold %d, %d triples", method, seed, fold, triples.height)
             pairs = (
                 _weak_scores(params, m, triples, texts, doc_scores, seed, features)

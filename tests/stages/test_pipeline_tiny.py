@@ -139,7 +139,12 @@ def test_seeds_train_each_method_per_seed(tiny_repo: Path, tmp_path: Path, dvc: 
     out = dvc(repo, "exp", "run", "-S", "train.seeds=[1,2]")
     ran = _ran(out.stdout)
     assert "train@baseline" in ran and not {"extract", "score", "candidates"} & ran, out.stdout
-    assert not any(stage.startswith("order") for stage in ran), out.stdout
+    assert "order@baseline" in ran, out.stdout  # a seed draws its own negatives and order
+    ordered = pl.read_parquet(repo / "data/order/baseline.parquet")
+    by_seed = {s: ordered.filter(pl.col("seed") == s).drop("seed") for s in (1, 2)}
+    assert by_seed[1].height and not by_seed[1].equals(by_seed[2])
+    same_seed = pl.read_parquet(repo / "data/order/penalty_irrelevant.parquet")
+    assert same_seed.filter(pl.col("seed") == 1).drop("seed").equals(by_seed[1])  # paired
     for m in ("baseline", "penalty_irrelevant"):
         seeds = {}
         for seed in (1, 2):

@@ -15,6 +15,7 @@ from pipeline.data.grep_biasir import (
     make_triples,
     split_queries,
 )
+from pipeline.ordering import draw_negatives
 
 
 def test_shipped_collection_shape() -> None:
@@ -43,14 +44,23 @@ def test_split_is_stratified_and_seeded() -> None:
 def test_triples_pair_relevant_with_nonrelevant() -> None:
     data = load_grep_biasir()
     train = ["0", "1"]
-    t = make_triples(data, train, bm25_negatives=2, bm25_pool=5, seed=0)
+    t = make_triples(data, train, bm25_negatives=2, bm25_pool=5)
     rel = set(data.qrels.filter(pl.col("relevance") == 1)["doc_id"])
     assert set(t["pos_doc_id"]) <= rel
     same = t.filter(pl.col("source") == "same_query")
     assert same.height == 2 * 9
     own = data.qrels.filter(pl.col("query_id").is_in(train))
-    bm25 = t.filter(pl.col("source") == "bm25")
-    assert bm25.height == 2 * 3 * 2
+    options = t.filter(pl.col("source") == "bm25")
+    assert options.height == 2 * 3 * 5 and (options["draw"] == 2).all()  # the pool, draw 2
+    drawn = draw_negatives(t, 0)
+    assert "draw" not in drawn.columns and drawn.height == 2 * 9 + 2 * 3 * 2
+    bm25 = drawn.filter(pl.col("source") == "bm25")
+    per_pos = bm25.group_by("query_id", "pos_doc_id").len()["len"]
+    assert (per_pos == 2).all()
+    other = draw_negatives(t, 1).filter(pl.col("source") == "bm25")
+    assert set(other["neg_doc_id"]) <= set(options["neg_doc_id"])
+    assert not other.equals(bm25)  # another seed, other sampled negatives
+    assert draw_negatives(t, 0).equals(drawn)
     # BM25 negatives come from other queries
     pairs = set(zip(own["query_id"], own["doc_id"], strict=True))
     assert not any(
