@@ -80,6 +80,7 @@ FAIRNESS: dict[str, tuple[str, str]] = {
     "gap_mean": ("counterfactual", "gap-mean"),
     "gap_abs": ("counterfactual", "gap-abs"),
     "gap_male_wins": ("counterfactual", "gap-male-wins"),
+    "gap_neutral_first": ("counterfactual", "gap-neutral-first"),
 }
 _DESCRIPTIONS = {
     "arab": "ARaB (Rekabsaz & Schedl 2020): male − female rank bias of the top k",

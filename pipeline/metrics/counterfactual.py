@@ -12,7 +12,11 @@ Per-query columns:
 
 - `gap-mean` = gap (the suite's mean is the mean gap; ≈ 0 for a fair ranker);
 - `gap-abs` = |gap|;
-- `gap-male-wins` = 1.0 if gap > 0 else 0.0 (its mean is the share of male wins).
+- `gap-male-wins` = 1.0 if gap > 0 else 0.0 (its mean is the share of male wins);
+- `gap-neutral-first` = 1.0 if the relevant neutral version ranks strictly above both the
+  female and the male one, else 0.0 (its mean is the neutral-first rate; issue 21: the
+  methods that look fairer by NFaiRR rank the neutral version first, then the male one).
+  Null where the query has no relevant neutral version (e.g. GenderBias-QA).
 
 If a query has several relevant documents of one gender, the best-ranked one (smallest mean
 rank) counts. A query whose relevant female or male version is not in its run (or not in the
@@ -33,8 +37,9 @@ log = logging.getLogger(__name__)
 
 FEMALE = "F"
 MALE = "M"
+NEUTRAL = "N"
 SKIPPED = "gap_skipped"
-KEYS = ("gap-mean", "gap-abs", "gap-male-wins")
+KEYS = ("gap-mean", "gap-abs", "gap-male-wins", "gap-neutral-first")
 
 
 def counterfactual(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
@@ -51,6 +56,10 @@ def counterfactual(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
         .then(None)
         .otherwise((gap > 0).cast(pl.Float64))
         .alias("gap-male-wins"),
+        pl.when(gap.is_null() | pl.col("rank_n").is_null())
+        .then(None)
+        .otherwise((pl.col("rank_n") < pl.min_horizontal("rank_f", "rank_m")).cast(pl.Float64))
+        .alias("gap-neutral-first"),
     )
     out = finish(query_frame(ctx.run), values, [])
     out = out.with_columns(pl.col("gap-mean").is_null().cast(pl.Int64).alias(SKIPPED))
@@ -65,20 +74,21 @@ def counterfactual(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
 
 
 def version_ranks(run: pl.DataFrame, qrels: pl.DataFrame, doc_groups: pl.DataFrame) -> pl.DataFrame:
-    """`query_id, rank_f, rank_m`: best tie-block mean rank (Float64) of the query's relevant
-    F / M documents.
+    """`query_id, rank_f, rank_m, rank_n`: best tie-block mean rank (Float64) of the query's
+    relevant F / M / N documents.
 
-    Only queries with at least one relevant F or M document in the qrels appear; a version
+    Only queries with at least one relevant F, M or N document in the qrels appear; a version
     that is not in the run has a null rank.
     """
     mean_rank = tie_averaged(run, {"_mean_rank": identity_rank}).select(
         "query_id", "doc_id", pl.col("_mean_rank").alias("rank")
     )
     relevant = qrels.filter(pl.col("relevance") > 0).join(
-        doc_groups.filter(pl.col("group").is_in([FEMALE, MALE])), on="doc_id"
+        doc_groups.filter(pl.col("group").is_in([FEMALE, MALE, NEUTRAL])), on="doc_id"
     )
     ranked = relevant.join(mean_rank, on=["query_id", "doc_id"], how="left")
     return ranked.group_by("query_id", maintain_order=True).agg(
         pl.col("rank").filter(pl.col("group") == FEMALE).min().alias("rank_f"),
         pl.col("rank").filter(pl.col("group") == MALE).min().alias("rank_m"),
+        pl.col("rank").filter(pl.col("group") == NEUTRAL).min().alias("rank_n"),
     )

@@ -11,11 +11,11 @@ AT_K = (
     "MRR@{k}", "nDCG@{k}", "ARaB-tc@{k}", "ARaB-tf@{k}", "ARaB-bool@{k}",
     "NFaiRR@{k}", "LIWC@{k}", "AWRF@{k}",
 )  # fmt: skip
-OVERALL = ("gap-mean", "gap-abs", "gap-male-wins")
+OVERALL = ("gap-mean", "gap-abs", "gap-male-wins", "gap-neutral-first")
 DIRECTION = {
     "MRR": "↑", "nDCG": "↑", "NFaiRR": "↑", "AWRF": "↑",
     "ARaB-tc": "→0", "ARaB-tf": "→0", "ARaB-bool": "→0", "LIWC": "↓",
-    "gap-mean": "→0", "gap-abs": "↓", "gap-male-wins": "→0.5",
+    "gap-mean": "→0", "gap-abs": "↓", "gap-male-wins": "→0.5", "gap-neutral-first": "",
     "ARaB-tc-abs": "↓", "ARaB-tf-abs": "↓", "ARaB-bool-abs": "↓", "nDCGxAWRF": "↑",
 }  # fmt: skip
 
@@ -102,7 +102,9 @@ MARK = "†"
 # Signed columns (direction →0 / →0.5): a significant difference from the baseline may be a
 # sign flip (e.g. −0.16 → +0.11), not a fairer ranking, so they carry no † (issue 14 item 7);
 # their magnitudes (`-abs`, gap-abs) carry it.
-SIGNED = frozenset({"ARaB-tc", "ARaB-tf", "ARaB-bool", "gap-mean", "gap-male-wins"})
+SIGNED = frozenset(
+    {"ARaB-tc", "ARaB-tf", "ARaB-bool", "gap-mean", "gap-male-wins", "gap-neutral-first"}
+)
 CORRECTION_NAMES = {"bonferroni": "Bonferroni", "holm": "Holm-Bonferroni"}
 
 

@@ -37,6 +37,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "LIWC@": (0.0, 100.0),
     "gap-abs": (0.0, None),
     "gap-male-wins": (0.0, 1.0),
+    "gap-neutral-first": (0.0, 1.0),
     "EE-": (0.0, None),
     "EUE": (0.0, None),
 }

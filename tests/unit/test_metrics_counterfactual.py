@@ -78,3 +78,17 @@ def test_all_skipped_leaves_gap_out_of_aggregates() -> None:
     agg, _ = evaluate(EvalInputs(run, qrels=QRELS, doc_groups=GROUPS), ["counterfactual"])
     assert "gap-mean" not in agg
     assert agg[SKIPPED] == 1
+
+
+def test_neutral_first_needs_the_neutral_version_above_both() -> None:
+    """q1: M at 1, N at 3, F at 4 → 0; q2: F 1, M 2, N not ranked → null; a run with N first
+    → 1; ties with the better gendered version are not "first"."""
+    out = {r["query_id"]: r for r in counterfactual(CTX, (10,)).iter_rows(named=True)}
+    assert out["q1"]["gap-neutral-first"] == 0.0
+    assert out["q2"]["gap-neutral-first"] is None
+    first = ranked({"q1": ["r1n", "r1f", "r1m"], "q2": ["r2n", "r2m", "r2f"]})
+    rows = counterfactual(EvalInputs(first, qrels=QRELS, doc_groups=GROUPS), (10,))
+    assert rows["gap-neutral-first"].to_list()[:2] == [1.0, 1.0]
+    tied = first.with_columns(pl.lit(1.0).alias("score"))  # all tied: N is not above F/M
+    rows = counterfactual(EvalInputs(tied, qrels=QRELS, doc_groups=GROUPS), (10,))
+    assert rows["gap-neutral-first"].to_list()[:2] == [0.0, 0.0]

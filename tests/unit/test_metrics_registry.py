@@ -42,9 +42,9 @@ def full_inputs() -> EvalInputs:
     )
     qrels = pl.DataFrame(
         {
-            "query_id": ["q1", "q1", "q2", "q2"],
-            "doc_id": ["r1f", "r1m", "r2f", "r2m"],
-            "relevance": [1, 1, 2, 2],
+            "query_id": ["q1", "q1", "q1", "q2", "q2", "q2"],
+            "doc_id": ["r1f", "r1m", "n1", "r2f", "r2m", "n2"],  # n1, n2: neutral versions
+            "relevance": [1, 1, 1, 2, 2, 2],
         }
     )
     groups = pl.DataFrame({"doc_id": docs, "group": ["F", "M", "N", "F", "M", "N"]})
@@ -98,6 +98,7 @@ def test_suite_joins_all_families_one_row_per_query() -> None:
         "gap-mean",
         "gap-abs",
         "gap-male-wins",
+        "gap-neutral-first",
     ):
         assert math.isfinite(agg[key]), key
     assert agg["MRR@10"] == pytest.approx((1 / 1 + 1 / 1) / 2)
