@@ -52,6 +52,7 @@ from pipeline.stats import (
     mde,
     mean_std,
     seed_query_test,
+    sign_test,
 )
 from pipeline.stats import paired_ttest as _ttest
 
@@ -83,7 +84,14 @@ COMPARISON_SCHEMA = {
     "significant": pl.Boolean,
     "sd_diff": pl.Float64,
     "mde": pl.Float64,
+    "sign_plus": pl.Int64,
+    "sign_minus": pl.Int64,
+    "p_sign": pl.Float64,
 }
+SIGN_TESTED = ("gap-mean", "gap-male-wins", "gap-neutral-first")
+"""Direction metrics (SPEC §4.9) that also get an exact paired sign test vs the baseline:
+`sign_plus` / `sign_minus` = queries where the method's value (mean over seeds) is above /
+below the baseline's, ties dropped; `p_sign` its two-sided p (not adjusted)."""
 
 __all__ = [
     "ALPHA",
@@ -219,6 +227,8 @@ def compare(
             if method in tested:
                 row |= _tested_row(row, base_mean, tested[method], adjusted[method], len(compared),
                                    alpha, adj_level)  # fmt: skip
+                if metric in SIGN_TESTED:
+                    row |= sign_row(per_query[baseline], frames, metric)
             rows.append(row)
     log.info("compared %d methods with %r on %d metrics (queries × seeds, %s)",
              len(compared), baseline, len(metrics), correction)  # fmt: skip
@@ -234,6 +244,15 @@ def _test(
     keep = np.isfinite(o).all(axis=0) & np.isfinite(b).all(axis=0)
     d = o[:, keep].mean(axis=0) - b[:, keep].mean(axis=0)
     return test, (float(d.std(ddof=1)) if d.size > 1 else None)
+
+
+def sign_row(base: PerQuery, other: PerQuery, metric: str) -> dict[str, Any]:
+    """The exact paired sign test of ``other`` vs ``base`` over the queries whose value (mean
+    over seeds) differs (``pipeline.stats.sign_test``)."""
+    a, b = paired_values(query_means(base, metric), query_means(other, metric), metric)
+    scale = 1e-12 * max(1.0, float(np.abs(a).max(initial=0)), float(np.abs(b).max(initial=0)))
+    plus, minus = int((b - a > scale).sum()), int((a - b > scale).sum())
+    return {"sign_plus": plus, "sign_minus": minus, "p_sign": sign_test(plus, minus)}
 
 
 def _tested_row(

@@ -210,8 +210,48 @@ def report_markdown(
             "",
             comparison_table(cmp, CHANGE_OVERALL, change=True, skip=skip),
             "",
+            "## Direction: which version a method ranks first",
+            "",
+            DIRECTION_LEGEND.format(baseline=baseline),
+            "",
+            direction_table(cmp, skip),
+            "",
         ]
     return "\n".join(parts)
+
+
+DIRECTION_LEGEND = (
+    "Per query (mean over seeds): signed gap = rank(female) − rank(male) of the relevant "
+    "versions (positive: the male version ranks higher); male wins = the male version above "
+    "the female one; neutral first = the neutral version above both. `+a/−b, p`: exact paired "
+    "sign test against `{baseline}` over the queries whose value changed (a above, b below "
+    "the baseline; p two-sided, not adjusted). A method that ranks the neutral version first "
+    "and then the male before the female looks fairer by NFaiRR while favouring men."
+)
+
+
+def _sign_cell(row: Mapping[str, object] | None) -> str:
+    if row is None or row.get("p_sign") is None:
+        return ""
+    return f"+{row['sign_plus']}/−{row['sign_minus']}, p {float(row['p_sign']):.2g}"  # type: ignore[arg-type]
+
+
+def direction_table(cmp: pl.DataFrame, skip: Sequence[str] = ()) -> str:
+    """Signed gap, male-wins and neutral-first per method, each with its sign test."""
+    rows = {(r["method"], r["metric"]): r for r in cmp.iter_rows(named=True)}
+    keys = ("gap-mean", "gap-male-wins", "gap-neutral-first")
+    names = ("signed gap", "male wins", "neutral first")
+    lines = [
+        "| method | " + " | ".join(f"{n} | vs baseline" for n in names) + " |",
+        "|---|" + "---:|---:|" * len(keys),
+    ]
+    for m in dict.fromkeys(cmp["method"].to_list()):
+        cells = []
+        for k in keys:
+            row = rows.get((m, k))
+            cells += [_abs_cell(row, 3) if row else "", "" if m in skip else _sign_cell(row)]
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def _legend(

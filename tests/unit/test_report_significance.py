@@ -144,3 +144,17 @@ def test_query_attributes_are_not_compared() -> None:
         {"query_id": ["1"], "MRR@10": [1.0], "var.complexity": [0.4], "var.n_easy": [1]}
     )
     assert metric_columns(frame) == ["MRR@10"]
+
+
+def test_direction_metrics_get_an_exact_sign_test() -> None:
+    def wins(values: list[float]) -> pl.DataFrame:
+        return pl.DataFrame({"query_id": QIDS, "gap-male-wins": values})
+
+    base = wins([0, 0, 0, 0, 0, 0, 1, 1])
+    more = {1: wins([1, 1, 1, 1, 1, 0, 1, 0]), 2: wins([1, 1, 1, 1, 0, 0, 1, 0])}
+    cmp = compare({"A": base, "B": more}, "A")
+    row = _get(cmp, "B", "gap-male-wins")
+    # per-query means 1,1,1,1,.5,0,1,0 vs 0,0,0,0,0,0,1,1: 5 above, 1 below, 2 unchanged
+    assert (row["sign_plus"], row["sign_minus"]) == (5, 1)
+    assert row["p_sign"] == pytest.approx(stats.binomtest(5, 6, 0.5).pvalue)
+    assert _get(cmp, "A", "gap-male-wins")["p_sign"] is None
