@@ -148,7 +148,7 @@ def test_query_attributes_are_not_compared() -> None:
 
 def test_direction_metrics_get_an_exact_sign_test() -> None:
     def wins(values: list[float]) -> pl.DataFrame:
-        return pl.DataFrame({"query_id": QIDS, "gap-male-wins": values})
+        return pl.DataFrame({"query_id": QIDS, "gap-male-wins": [float(v) for v in values]})
 
     base = wins([0, 0, 0, 0, 0, 0, 1, 1])
     more = {1: wins([1, 1, 1, 1, 1, 0, 1, 0]), 2: wins([1, 1, 1, 1, 0, 0, 1, 0])}
