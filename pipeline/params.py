@@ -109,6 +109,15 @@ class TrainParams:
 
 
 @dataclass(frozen=True)
+class TransferParams:
+    """The held-out collection every trained model is also evaluated on, without training
+    on it (issue 21): ``name`` (``genderbias-qa``, shipped) and its ``splits``."""
+
+    name: Literal["genderbias-qa"] = "genderbias-qa"
+    splits: list[Literal["test", "train"]] = field(default_factory=lambda: ["test", "train"])
+
+
+@dataclass(frozen=True)
 class RerankParams:
     batch_size: int = 64
 
@@ -172,6 +181,7 @@ class Params:
     # `orderings.<name>` → that ordering's Config (pipeline/ordering, one record each)
     orderings: dict[str, Any] = field(default_factory=dict)
     report: ReportParams = field(default_factory=ReportParams)
+    transfer: TransferParams = field(default_factory=TransferParams)
 
     def seed_runs_of(self, method: str) -> list[tuple[int, str]]:
         """``(seed, seed folder)`` of each run of ``method``: a trained method's

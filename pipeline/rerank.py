@@ -91,19 +91,26 @@ def rerank_folds(
     texts: tuple[Mapping[str, str], Mapping[str, str]],
     batch_size: int,
     features: Mapping[Key, Tensor] | None = None,
-) -> pl.DataFrame:
+    transfer: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """One run over every fold: fold k's candidates reranked by ``load(k)`` (SPEC §7);
-    ``features``: precomputed frozen-bottom states of the texts (the ``features`` stage)."""
+    ``features``: precomputed frozen-bottom states of the texts (the ``features`` stage).
+    ``transfer``: candidates of the held-out collection, reranked whole by every fold's
+    model (its texts in ``texts``); their runs are returned with the model's ``fold``."""
     if "fold" not in candidates.columns:
         candidates = candidates.with_columns(pl.lit(0, dtype=pl.Int64).alias("fold"))
-    runs = []
+    runs, moved = [], []
     ordered = candidates.sort("fold", maintain_order=True)  # stable: rows keep their order
     for part in ordered.partition_by("fold", maintain_order=True):
-        ranker = load(int(part["fold"][0]))
+        fold = int(part["fold"][0])
+        ranker = load(fold)
         ranker.bind(*texts)
         ranker.preload(features or {})
         runs.append(rerank(ranker, part.drop("fold"), batch_size))
-    return pl.concat(runs)
+        if transfer is not None:
+            run = rerank(ranker, transfer.drop("fold", strict=False), batch_size)
+            moved.append(run.with_columns(pl.lit(fold, dtype=pl.Int64).alias("fold")))
+    return pl.concat(runs), (pl.concat(moved) if moved else None)
 
 
 def write_method_runs(
@@ -116,18 +123,22 @@ def write_method_runs(
     *,
     models: Path | None = None,
     out: Path = Path("runs"),
+    transfer: pl.DataFrame | None = None,
 ) -> None:
     """Rerank with ``load(seed, seed folder, fold)`` for every seed of ``train.seeds`` (one
     seed, ``train.seed``, for an untrained model) → ``<out>/<method>/[seed-<n>/]run.parquet``
     and ``run.trec`` (with its ir_metadata header). ``models``: the trained models' root,
-    hashed into the metadata (``models/<method>``)."""
+    hashed into the metadata (``models/<method>``). ``transfer``: the held-out collection's
+    candidates, reranked by every fold model → ``…/transfer.parquet`` (column ``fold``)."""
     for seed, sub in params.seed_runs_of(method):
-        run = rerank_folds(
+        run, moved = rerank_folds(
             lambda fold, s=seed, d=sub: load(s, d, fold),  # type: ignore[misc]
-            candidates, texts, params.rerank.batch_size, features,
+            candidates, texts, params.rerank.batch_size, features, transfer,
         )  # fmt: skip
         folder = out / method / sub
         io.write_table(run, str(folder / "run.parquet"), schemas.RUN)
+        if moved is not None:
+            io.write_table(moved, str(folder / "transfer.parquet"), schemas.RUN)
         model_dir = models / sub if models is not None else None
         meta = build_metadata(params, method, seed=seed, model_dir=model_dir)
         io.write_trec_run(run, str(folder / "run.trec"), tag=method, metadata=meta)

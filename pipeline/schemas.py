@@ -103,10 +103,13 @@ CANDIDATES = Schema(
     unique=("fold", "query_id", "doc_id"),
     finite=("score",),  # may be empty: extract writes an empty first_stage without a run
 )
+# `fold` (transfer runs): which fold's model ranked the list; each fold model ranks every
+# query of the held-out collection.
 RUN = Schema(
     "run",
     {"query_id": STR, "doc_id": STR, "score": F64, "rank": I64},
-    unique=("query_id", "doc_id"),
+    {"fold": I64},
+    unique=("fold", "query_id", "doc_id"),
     non_empty=True,
     finite=("score",),
 )

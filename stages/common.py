@@ -45,13 +45,20 @@ def run_stage(main: Callable[[Sequence[str] | None], None]) -> None:
         sys.exit(1)
 
 
-def texts() -> tuple[dict[str, str], dict[str, str]]:
-    """``(query text by id, document text by id)`` from data/queries and data/corpus."""
+def texts(transfer: bool = True) -> tuple[dict[str, str], dict[str, str]]:
+    """``(query text by id, document text by id)`` from data/queries and data/corpus, and
+    (``transfer``) the held-out collection's data/transfer/ texts, whose ids never collide."""
     from pipeline import io, schemas
 
-    queries = io.read_table("data/queries.parquet", schemas.QUERIES).select("query_id", "text")
-    corpus = io.read_table("data/corpus.parquet", schemas.CORPUS).select("doc_id", "text")
-    return dict(queries.iter_rows()), dict(corpus.iter_rows())
+    folders = ["data", "data/transfer"] if transfer else ["data"]
+    queries: dict[str, str] = {}
+    docs: dict[str, str] = {}
+    for d in folders:
+        q = io.read_table(f"{d}/queries.parquet", schemas.QUERIES).select("query_id", "text")
+        c = io.read_table(f"{d}/corpus.parquet", schemas.CORPUS).select("doc_id", "text")
+        queries |= dict(q.iter_rows())
+        docs |= dict(c.iter_rows())
+    return queries, docs
 
 
 def torch_threads(params: Params) -> None:

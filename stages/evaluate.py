@@ -43,6 +43,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         runner.write_eval(per_query, {**per_seed[seed], **info}, Path("eval", m, sub))
     several = runs[0][1] != ""  # seed-<n>/ folders: train.seeds is set
     result = {**(runner.over_seeds(per_seed) if several else per_seed[runs[0][0]]), **info}
+    moved = runner.transfer_metrics(m, ns.params.seed_runs_of(m), p, ns.first_stage)
+    std = {**result.get("std", {}), **moved.pop("std", {})}
+    result |= moved | ({"std": std} if std else {})
     if several:
         io.write_json(result, f"eval/{m}/metrics.json")
     io.write_json(result, f"metrics/{m}.json")

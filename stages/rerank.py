@@ -40,8 +40,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             return load_ranker(Path("models", method, sub, f"fold-{fold}"))
 
     candidates = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
+    transfer = io.read_table("data/transfer/candidates.parquet", schemas.CANDIDATES)
     features = load_features("data/features.safetensors")
-    write_method_runs(params, method, load, candidates, texts(), features, models=models)
+    write_method_runs(params, method, load, candidates, texts(), features, models=models,
+                      transfer=transfer)  # fmt: skip
 
 
 if __name__ == "__main__":

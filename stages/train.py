@@ -43,7 +43,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         return load_ranker(models / sub / f"fold-{fold}")
 
     candidates = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
-    write_method_runs(ns.params, ns.method, load, candidates, text, features, models=models)
+    transfer = io.read_table("data/transfer/candidates.parquet", schemas.CANDIDATES)
+    write_method_runs(ns.params, ns.method, load, candidates, text, features, models=models,
+                      transfer=transfer)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ class Shared:
     candidates: pl.DataFrame
     groups: pl.DataFrame | None
     alignments: pl.DataFrame
-    complexity: pl.DataFrame
+    complexity: pl.DataFrame | None
 
 
 def read_shared(data: str | Path = "data") -> Shared:
@@ -59,6 +59,86 @@ def read_shared(data: str | Path = "data") -> Shared:
         alignments=io.read_table(str(d / "alignments.parquet"), schemas.ALIGNMENTS),
         complexity=io.read_table(str(d / "query_complexity.parquet"), schemas.QUERY_COMPLEXITY),
     )
+
+
+def read_transfer(data: str | Path = "data/transfer") -> Shared:
+    """What a run of the held-out collection is evaluated against (``transfer_data`` stage):
+    its qrels, Ψ/ζ scores, BM25 candidates (NFaiRR's background) and F/M groups; no query
+    complexity (the variation family is skipped) and no alignments."""
+    d = Path(data)
+    corpus = io.read_table(str(d / "corpus.parquet"), schemas.CORPUS)
+    return Shared(
+        qrels=io.read_table(str(d / "qrels.parquet"), schemas.QRELS),
+        doc_scores=io.read_table(str(d / "doc_scores.parquet"), schemas.DOC_SCORES),
+        candidates=io.read_table(str(d / "candidates.parquet"), schemas.CANDIDATES),
+        groups=corpus.select("doc_id", "group").filter(pl.col("group").is_in(AWRF_GROUPS)),
+        alignments=pl.DataFrame(schema=dict.fromkeys(("doc_id", "dimension", "group"), pl.Utf8)
+                                | {"weight": pl.Float64}),
+        complexity=None,
+    )
+
+
+FOLD_SEP = "#"
+
+
+def evaluate_transfer(
+    run: pl.DataFrame, s: Shared, p: EvaluateParams
+) -> tuple[dict[str, float], pl.DataFrame]:
+    """``(aggregates, per-query metrics)`` of a transfer run: every fold model ranked every
+    held-out query (column ``fold``); each (query, fold model) list is evaluated in one pass
+    of the suite (query ids suffixed ``#<fold>``), then a query's value is its mean over the
+    fold models (count columns: the maximum). Without ``fold``: the run as it is."""
+    if "fold" not in run.columns:
+        return evaluate_run(run, s, p)
+    folds = pl.DataFrame({"fold": run["fold"].unique().sort()})
+
+    def expand(frame: pl.DataFrame) -> pl.DataFrame:
+        tagged = frame.drop("fold", strict=False).join(folds, how="cross")
+        qid = pl.format("{}{}{}", "query_id", pl.lit(FOLD_SEP), "fold").alias("query_id")
+        return tagged.with_columns(qid).drop("fold")
+
+    wide = Shared(expand(s.qrels), s.doc_scores, expand(s.candidates), s.groups, s.alignments,
+                  None)  # fmt: skip
+    run_q = run.with_columns(pl.format("{}{}{}", "query_id", pl.lit(FOLD_SEP), "fold")
+                             .alias("query_id")).drop("fold")  # fmt: skip
+    _, per_list = evaluate_run(run_q, wide, p)
+    base = pl.col("query_id").str.split(FOLD_SEP).list.first().alias("query_id")
+    floats = [c for c, t in per_list.schema.items() if t == pl.Float64]
+    counts = [c for c, t in per_list.schema.items() if t == pl.Int64]
+    per_query = (
+        per_list.with_columns(base)
+        .group_by("query_id", maintain_order=True)
+        .agg(*(pl.col(c).mean() for c in floats), *(pl.col(c).max() for c in counts))
+        .sort("query_id")
+    )
+    return aggregate_metrics(per_query), per_query
+
+
+TRANSFER = "transfer"  # the held-out collection: eval/<m>/[seed-<n>/]transfer/, keys transfer.*
+
+
+def transfer_metrics(
+    method: str, seed_runs: Sequence[tuple[int, str]], p: EvaluateParams, first_stage: bool
+) -> dict[str, Any]:
+    """Evaluate the held-out collection's runs of every seed (the BM25 candidates themselves
+    for the ``first_stage`` row) into ``eval/<method>/[seed-<n>/]transfer/``; the mean over
+    seeds as ``transfer.<key>`` (and their std under ``std``, with several seeds)."""
+    shared = read_transfer()
+    seed_runs = [(0, "")] if first_stage else seed_runs
+    per_seed = {}
+    for seed, sub in seed_runs:
+        path = f"runs/{method}/{sub}/transfer.parquet"
+        run = (shared.candidates.select("query_id", "doc_id", "score", "rank") if first_stage
+               else io.read_table(path, schemas.RUN))  # fmt: skip
+        per_seed[seed], per_query = evaluate_transfer(run, shared, p)
+        write_eval(per_query, per_seed[seed], Path("eval", method, sub, TRANSFER))
+    over = over_seeds(per_seed) if len(per_seed) > 1 else next(iter(per_seed.values()))
+    skip = ("std", "seeds")
+    out: dict[str, Any] = {f"{TRANSFER}.{k}": v for k, v in over.items() if k not in skip}
+    std = over.get("std")
+    if isinstance(std, Mapping):
+        out["std"] = {f"{TRANSFER}.{k}": v for k, v in std.items()}
+    return out
 
 
 def read_runs(

@@ -37,6 +37,7 @@ from pipeline.report.plots import (
 from pipeline.report.ranx_export import ranx_report
 from pipeline.report.significance import ALPHA, PerQuery, compare
 from pipeline.report.tables import CHANGE_AT_K, CHANGE_OVERALL, report_markdown, summary_frame
+from pipeline.report.transfer import TRANSFER, transfer_comparison, transfer_markdown
 from pipeline.report.variation import write_variation
 from pipeline.stats import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
 
@@ -55,19 +56,22 @@ def read_per_query(path: str | Path) -> pl.DataFrame:
     return io.read_table(p, schema)
 
 
-def load_per_query(eval_dir: str | Path, method: str) -> PerQuery:
-    """One method's per-query metrics: its frame, or `seed → frame` from `seed-<n>/` folders."""
+def load_per_query(eval_dir: str | Path, method: str, part: str = "") -> PerQuery:
+    """One method's per-query metrics: its frame, or `seed → frame` from `seed-<n>/` folders;
+    `part` = `transfer`: those of the held-out collection (`…/transfer/per_query.parquet`)."""
     folder = Path(eval_dir) / method
-    single = folder / "per_query.parquet"
+    single = folder / part / "per_query.parquet"
     if single.exists():
         return read_per_query(single)
-    seeds = sorted(folder.glob("seed-*/per_query.parquet"))
+    seeds = sorted(folder.glob(f"seed-*/{part + '/' if part else ''}per_query.parquet"))
     if not seeds:
         raise io.ArtifactError(
             f"{single}: file not found (nor {folder}/seed-<n>/per_query.parquet). "
             f"Run `dvc repro` so that evaluate@{method} writes it."
         )
-    return {int(p.parent.name.removeprefix("seed-")): read_per_query(p) for p in seeds}
+    depth = 2 if part else 1  # seed-<n>/[part/]per_query.parquet
+    return {int(p.parents[depth - 1].name.removeprefix("seed-")): read_per_query(p)
+            for p in seeds}  # fmt: skip
 
 
 def read_curve(path: str | Path) -> pl.DataFrame:
@@ -170,6 +174,7 @@ def build_report(
         alpha=alpha,
         correction=correction,
     )
+    transfer = transfer_comparison(method_names, eval_dir, baseline, reference, alpha, correction)
     first = metrics[method_names[0]]
     full_info = {k: str(first[k]) for k in ("tokenizer", "lexicon") if k in first} | dict(
         info or {}
@@ -183,6 +188,10 @@ def build_report(
         alpha=alpha,
         correction=correction,
     )
+    if transfer is not None:
+        md += transfer_markdown(transfer, baseline, reference, cutoffs)
+        named = pl.format("{}.{}", pl.lit(TRANSFER), "metric").alias("metric")
+        cmp = pl.concat([cmp, transfer.with_columns(named)])
     io.write_text(md, out / "summary.md")
     io.write_text(summary_frame(metrics).write_csv(float_precision=6), out / "summary.csv")
     io.write_text(cmp.write_csv(float_precision=6), out / "comparison.csv")

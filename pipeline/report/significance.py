@@ -261,8 +261,10 @@ def _tested_row(
     alpha: float, adj_level: float,
 ) -> dict[str, Any]:  # fmt: skip
     test, sd = tested
-    out: dict[str, Any] = {"change_pct": change_pct(row["mean"], base_mean), "p_adjusted": p_adj,
-                           "significant": p_adj is not None and p_adj < alpha, "sd_diff": sd}  # fmt: skip
+    out: dict[str, Any] = {
+        "change_pct": change_pct(row["mean"], base_mean), "p_adjusted": p_adj,
+        "significant": p_adj is not None and p_adj < alpha, "sd_diff": sd,
+    }  # fmt: skip
     if test is None:
         return out | {"n_pairs": 0}
     lo, hi = test.interval(adj_level)

@@ -89,9 +89,6 @@ def fill(
                       extra_rows.select("query_id", "doc_id", "rank", "score")])  # fmt: skip
 
 
-    return cands.with_columns(pl.lit(fold, dtype=pl.Int64).alias("fold"))
-
-
 def candidates(
     corpus: pl.DataFrame,
     queries: pl.DataFrame,

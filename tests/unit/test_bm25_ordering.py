@@ -160,7 +160,8 @@ def test_short_test_lists_are_filled_to_top_k() -> None:
     assert b["doc_id"].n_unique() == 5
     again, _ = candidates(corpus, queries, first, p, qrels)
     assert again.equals(test)  # seeded
-    other, _ = candidates(corpus, queries, first, CandidatesParams(top_k=5, train_top_k=0, fill_seed=1), qrels)
+    reseeded = CandidatesParams(top_k=5, train_top_k=0, fill_seed=1)
+    other, _ = candidates(corpus, queries, first, reseeded, qrels)
     assert not other.equals(test)
     full, _ = candidates(corpus, queries, first, CandidatesParams(top_k=2, train_top_k=0), qrels)
     assert full.filter(pl.col("query_id") == "a")["doc_id"].sort().to_list() == ["d0", "d1"]

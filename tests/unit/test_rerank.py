@@ -157,13 +157,21 @@ def test_rerank_folds_uses_each_folds_model() -> None:
         loaded.append(fold)
         return TableRanker(WORD_SCORE, offset=100.0 * fold)
 
-    run = rerank_folds(load, cands, (QUERIES, DOCS), batch_size=4)
-    assert loaded == [0, 1]
+    run, moved = rerank_folds(load, cands, (QUERIES, DOCS), batch_size=4)
+    assert loaded == [0, 1] and moved is None
     assert run.columns == ["query_id", "doc_id", "score", "rank"]
     by_pair = {(q, d): s for q, d, s in run.select("query_id", "doc_id", "score").iter_rows()}
     assert by_pair[("q2", "f")] == pytest.approx(2.0)  # fold 0: offset 0
     assert by_pair[("q1", "b")] == pytest.approx(100.9)  # fold 1: offset 100
     assert run.height == cands.height
+    # a held-out collection: every fold's model ranks all of it, each list tagged with its fold
+    transfer = _candidates().filter(pl.col("query_id") == "q2")
+    _, moved = rerank_folds(load, cands, (QUERIES, DOCS), batch_size=4, transfer=transfer)
+    n = transfer.height
+    assert moved is not None and moved["fold"].to_list() == [0] * n + [1] * n
+    scores = dict(zip(zip(moved["fold"], moved["doc_id"], strict=True), moved["score"],
+                      strict=True))  # fmt: skip
+    assert scores[(1, "f")] == pytest.approx(scores[(0, "f")] + 100.0)
 
 
 def test_rank_run_restarts_rank_per_query() -> None:

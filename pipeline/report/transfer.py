@@ -1,0 +1,56 @@
+"""The held-out collection in the report (issue 21): every method's runs of GenderBias-QA,
+compared with the baseline by the same test as the main collection, and their section of
+`metrics/summary.md`. Per-query frames: `eval/<method>/[seed-<n>/]transfer/per_query.parquet`
+(written by the evaluate stage, `pipeline.metrics.runner.transfer_metrics`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.report.significance import compare
+from pipeline.report.tables import comparison_table, direction_table
+
+TRANSFER = "transfer"
+TRANSFER_AT_K = ("MRR@{k}", "nDCG@{k}", "ARaB-tf@{k}", "ARaB-tf-abs@{k}", "NFaiRR@{k}",
+                 "LIWC@{k}", "AWRF@{k}")  # fmt: skip
+TRANSFER_OVERALL = ("gap-mean", "gap-abs", "gap-male-wins")
+
+
+def transfer_comparison(
+    method_names: Sequence[str], eval_dir: str | Path, baseline: str, reference: Sequence[str],
+    alpha: float, correction: str,
+) -> pl.DataFrame | None:  # fmt: skip
+    """The held-out collection's comparison (same test as the main one), or null when no
+    method was evaluated on it."""
+    if not all((Path(eval_dir) / m).glob(f"**/{TRANSFER}/per_query.parquet")
+               for m in method_names):  # fmt: skip
+        return None
+    from pipeline.report.build import load_per_query
+
+    per_query = {m: load_per_query(eval_dir, m, TRANSFER) for m in method_names}
+    return compare(per_query, baseline, reference=reference, alpha=alpha, correction=correction)
+
+
+def transfer_markdown(
+    cmp: pl.DataFrame, baseline: str, reference: Sequence[str], cutoffs: Sequence[int]
+) -> str:
+    """The transfer section of summary.md: absolute values and changes at the first cut-off,
+    the gap and the direction table, with the number of queries evaluated."""
+    k = 10 if 10 in cutoffs else cutoffs[0]
+    n = int(cmp.filter(pl.col("method") == baseline)["n_queries"].fill_null(0).max() or 0)  # type: ignore[arg-type]
+    skip = [baseline, *reference]
+    cols = [c.format(k=k) for c in TRANSFER_AT_K]
+    change = [c.replace("ARaB-tf@", "ARaB-tf-abs@") for c in cols if "ARaB-tf@" not in c]
+    return "\n".join([
+        "", f"## Transfer: GenderBias-QA ({n} queries, never trained on)", "",
+        "Every fold model of a method reranks every held-out question's BM25 top-k; a query's "
+        "value is the mean over the fold models (and over seeds). Groups: the two female- and "
+        "two male-leaning answers of each question (no neutral version, so no neutral-first).",
+        "", comparison_table(cmp, [*cols, *TRANSFER_OVERALL]), "",
+        f"### Change vs `{baseline}` (%) [95% CI, % of |{baseline}|]", "",
+        comparison_table(cmp, [*dict.fromkeys(change), "gap-abs"], change=True, skip=skip), "",
+        "### Direction", "", direction_table(cmp, skip), "",
+    ])  # fmt: skip
