@@ -158,6 +158,9 @@ class MethodParams:
     # Per-method setting of orderings that list it in their record's `method_keys`
     # (curriculum); an error for any other ordering.
     direction: Literal["low_to_high", "high_to_low"] | None = None
+    # Overrides of the ordering's own params (`orderings.<o>`) for this method only, e.g.
+    # `{by_query: false}` or `{n_buckets: all}`: a control differs from its method by one key.
+    ordering_params: dict[str, Any] = field(default_factory=dict)
 
     def loss_params(self) -> dict[str, float]:
         out = {"margin": self.margin}
@@ -182,6 +185,12 @@ class Params:
     orderings: dict[str, Any] = field(default_factory=dict)
     report: ReportParams = field(default_factory=ReportParams)
     transfer: TransferParams = field(default_factory=TransferParams)
+
+    def ordering_config(self, method: str) -> Any:
+        """The ordering Config that ``method`` trains with: ``orderings.<o>`` with the
+        method's ``ordering_params`` applied."""
+        m = self.methods[method]
+        return dataclasses.replace(self.orderings[m.ordering], **m.ordering_params)
 
     def seed_runs_of(self, method: str) -> list[tuple[int, str]]:
         """``(seed, seed folder)`` of each run of ``method``: a trained method's
@@ -370,11 +379,31 @@ def parse_params(raw: Mapping[str, Any]) -> Params:
     if not isinstance(methods_raw, Mapping) or not methods_raw:
         raise ParamsError("params key 'methods' must map at least one method name to its settings")
     built["methods"] = {
-        str(m): _build(MethodParams, v, f"methods.{m}") for m, v in methods_raw.items()
+        str(m): _method(str(m), v, raw.get("orderings")) for m, v in methods_raw.items()
     }
     params = Params(**built)
     _check_names(params)
     return params
+
+
+def _method(name: str, raw: Any, orderings: Any) -> MethodParams:
+    """One `methods.<name>` entry; its `ordering_params` are validated by building the
+    ordering's Config from `orderings.<o>` with them applied (unknown keys, types, ranges)."""
+    if not isinstance(raw, Mapping) or "ordering_params" not in raw:
+        return _build(MethodParams, raw, f"methods.{name}")
+    overrides = raw["ordering_params"] or {}
+    key = f"methods.{name}.ordering_params"
+    if not isinstance(overrides, Mapping):
+        raise ParamsError(f"params key {key!r}: expected a mapping, got {overrides!r}")
+    m = _build(MethodParams, {k: v for k, v in raw.items() if k != "ordering_params"},
+               f"methods.{name}")  # fmt: skip
+    try:
+        record = get_ordering(m.ordering)
+    except ValueError as e:
+        raise ParamsError(f"params key 'methods.{name}.ordering': {e}") from e
+    section = (orderings or {}).get(m.ordering) if isinstance(orderings, Mapping) else None
+    cfg = _build(record.config, {**(section or {}), **overrides}, key)
+    return dataclasses.replace(m, ordering_params={k: getattr(cfg, k) for k in overrides})
 
 
 def _check_names(params: Params) -> None:

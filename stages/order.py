@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parts = []
     for seed, sub in ns.params.train.seed_runs():  # each seed: its own draw and order
         ordered = apply_ordering(
-            record, triples, doc_scores, ns.params.orderings[m.ordering], psi=m.psi, seed=seed,
+            record, triples, doc_scores, ns.params.ordering_config(ns.method), psi=m.psi, seed=seed,
             direction=m.direction, tables=tables,
         )  # fmt: skip
         parts.append(ordered.with_columns(pl.lit(seed, pl.Int64).alias("seed")) if sub else ordered)

@@ -90,3 +90,27 @@ def test_filters_shuffle_by_query_like_the_baseline(name: str) -> None:
     plain = ORDERINGS[name].fn(triples, scores, ShuffleConfig(), inp)
     assert plain["query_id"].rle().len() > plain["query_id"].n_unique()  # interleaved
     assert sorted(out["neg_doc_id"]) == sorted(plain["neg_doc_id"])  # the same triples
+
+
+def test_size_matched_keeps_as_many_triples_as_the_filter_at_random() -> None:
+    """The control of a filter: the same number of triples (whole positives), any Ψ."""
+    from pipeline.ordering import get_ordering
+    from pipeline.ordering.common import Inputs
+    from pipeline.ordering.size_matched import SizeMatchedConfig
+
+    rows = [(f"q{q}", f"p{q}{p}", f"n{q}{p}{n}") for q in range(20) for p in range(3)
+            for n in range(5)]  # fmt: skip
+    triples = pl.DataFrame(rows, schema=["query_id", "pos_doc_id", "neg_doc_id"], orient="row")
+    pos = sorted(set(triples["pos_doc_id"]))
+    scores = pl.DataFrame({"doc_id": pos, "psi_tf": [float(i % 5 == 0) for i in range(len(pos))]})
+    record = get_ordering("size_matched")
+    for match, expected in (("neutral_only", 48 * 5), ("biased_only", 12 * 5)):
+        cfg = SizeMatchedConfig(match=match)  # type: ignore[arg-type]
+        out = record.fn(triples, scores, cfg, Inputs(psi="tf_abs", seed=3))
+        assert out.height == expected and out["position"].to_list() == list(range(expected))
+        per_pos = out.group_by("pos_doc_id").len()["len"]
+        assert (per_pos == 5).all()  # whole positives
+        if match == "biased_only":  # 12 random positives, not the 12 biased ones
+            assert 0 < int((out["psi"] > 0).sum()) < expected
+        again = record.fn(triples, scores, cfg, Inputs(psi="tf_abs", seed=3))
+        assert again.equals(out)

@@ -110,3 +110,28 @@ def test_the_ordering_package_imports_no_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_method_may_override_its_orderings_params() -> None:
+    """A control differs from its method by one key of the ordering (issue 21)."""
+    import yaml
+
+    from pipeline.params import ParamsError, parse_params
+
+    raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text())
+    raw["methods"]["mixed"] = {"ordering": "shuffle", "loss": "margin", "psi": "bool_abs",
+                               "ordering_params": {"by_query": False}}  # fmt: skip
+    raw["methods"]["flat"] = {"ordering": "curriculum", "direction": "low_to_high",
+                              "loss": "margin", "psi": "tf_abs",
+                              "ordering_params": {"n_buckets": "all"}}  # fmt: skip
+    params = parse_params(raw)
+    assert params.ordering_config("mixed").by_query is False
+    assert params.ordering_config("baseline").by_query is True
+    assert params.ordering_config("flat").n_buckets == "all"
+    assert params.ordering_config("flat").sigma == params.orderings["curriculum"].sigma
+    raw["methods"]["mixed"]["ordering_params"] = {"by_qery": False}
+    with pytest.raises(ParamsError, match=r"methods\.mixed\.ordering_params.*by_qery"):
+        parse_params(raw)
+    raw["methods"]["mixed"]["ordering_params"] = {"by_query": "no"}
+    with pytest.raises(ParamsError, match=r"methods\.mixed\.ordering_params\.by_query"):
+        parse_params(raw)
