@@ -43,6 +43,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         runner.write_eval(per_query, {**per_seed[seed], **info}, Path("eval", m, sub))
     several = runs[0][1] != ""  # seed-<n>/ folders: train.seeds is set
     result = {**(runner.over_seeds(per_seed) if several else per_seed[runs[0][0]]), **info}
+    result |= runner.weak_metrics(m, ns.params.seed_runs_of(m), shared, p)
     moved = runner.transfer_metrics(m, ns.params.seed_runs_of(m), p, ns.first_stage)
     std = {**result.get("std", {}), **moved.pop("std", {})}
     result |= moved | ({"std": std} if std else {})

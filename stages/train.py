@@ -31,9 +31,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
     features, text = load_features("data/features.safetensors"), texts()
     models = Path("models", ns.method)
-    curve = train_method(ns.params, ns.method, ordered, text, doc_scores, models, features)
+    candidates = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
+    curve, weak_runs = train_method(ns.params, ns.method, ordered, text, doc_scores, models,
+                                    features, candidates)  # fmt: skip
     if not distributed.is_main():  # under torchrun, rank 0 alone writes the outputs
         return
+    for sub, run in weak_runs.items():  # EqualizeIR: the weak learners' own run
+        io.write_table(run, f"runs/{ns.method}/{sub}/weak.parquet", schemas.RUN)
     io.write_text(curve.write_csv(), f"plots/train/{ns.method}.csv")
     log.info(
         "train@%s: %d logged steps, final loss %.4f", ns.method, curve.height, curve["loss"][-1]
@@ -42,7 +46,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     def load(seed: int, sub: str, fold: int) -> Ranker:  # the saved model, as users get it
         return load_ranker(models / sub / f"fold-{fold}")
 
-    candidates = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
     transfer = io.read_table("data/transfer/candidates.parquet", schemas.CANDIDATES)
     write_method_runs(ns.params, ns.method, load, candidates, text, features, models=models,
                       transfer=transfer)  # fmt: skip

@@ -141,6 +141,22 @@ def transfer_metrics(
     return out
 
 
+WEAK = "weak"  # EqualizeIR's weak learners' own runs: runs/<m>/[seed-<n>/]weak.parquet
+
+
+def weak_metrics(
+    method: str, seed_runs: Sequence[tuple[int, str]], s: Shared, p: EvaluateParams
+) -> dict[str, float]:
+    """The effectiveness of an EqualizeIR method's weak learners on the test queries (issue
+    21), as ``weak.<key>`` (mean over seeds); empty for a method without weak runs."""
+    paths = [Path("runs", method, sub, f"{WEAK}.parquet") for _, sub in seed_runs]
+    if not all(path.is_file() for path in paths):
+        return {}
+    per_seed = [evaluate_run(io.read_table(str(path), schemas.RUN), s, p)[0] for path in paths]
+    keys = [k for k in per_seed[0] if k.startswith(("MRR@", "nDCG@"))]
+    return {f"{WEAK}.{k}": sum(a[k] for a in per_seed) / len(per_seed) for k in keys}
+
+
 def read_runs(
     method: str, seed_runs: Sequence[tuple[int, str]], shared: Shared, first_stage: bool = False
 ) -> list[tuple[int, str, pl.DataFrame]]:

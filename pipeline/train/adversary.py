@@ -116,6 +116,7 @@ class AdversaryTerm(LossTerm):
         super().__init__()
         self.head = AdversaryHead(repr_dim, seed=seed)
         self.weight = float(weight)
+        self._stats: dict[str, float] = {}
 
     def extra_repr(self) -> str:
         return f"weight={self.weight}"
@@ -125,4 +126,15 @@ class AdversaryTerm(LossTerm):
         tensors (``zeta`` ``[n]``)."""
         zeta = docs["zeta"]
         none = reprs.new_zeros((0, reprs.shape[-1]))
+        labels = protected_labels(zeta)
+        self._stats = {
+            "adv_acc": adversary_accuracy(reprs.detach().float(), zeta, self.head),
+            "adv_majority": float(max(labels.float().mean(), 1 - labels.float().mean())),
+        }
         return adversarial_loss(reprs.float(), none, zeta, zeta[:0], self.head, self.weight)
+
+    def stats(self) -> dict[str, float]:
+        """``adv_acc``: the head's accuracy on the batch's documents before this step's update
+        (issue 21: does the adversary learn, and does the ranker hide the label from it?);
+        ``adv_majority``: the share of the batch's majority label (chance level)."""
+        return dict(self._stats)

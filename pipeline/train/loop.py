@@ -219,7 +219,12 @@ def _rank_entry(model: Ranker, *args: object, **kwargs: object) -> list[dict[str
 
 
 def _curve(rows: list[dict[str, float]]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema={"step": pl.Int64, "loss": pl.Float64, "lr": pl.Float64})
+    """``step, loss, lr`` and any loss term's stats (e.g. ``adv_acc``), Float64."""
+    extra = sorted({k for r in rows for k in r} - {"step", "loss", "lr"})
+    schema = {"step": pl.Int64, "loss": pl.Float64, "lr": pl.Float64} | dict.fromkeys(
+        extra, pl.Float64
+    )
+    return pl.DataFrame(rows, schema=schema)
 
 
 class _Trainable(nn.Module):
@@ -261,12 +266,16 @@ class _Run:
             scheduler.step()
             state.step, state.pairs = step, state.pairs + len(idx)
             state.window.append(value)
+            for term in cast("Sequence[LossTerm]", self.trainable.terms):
+                for key, stat in term.stats().items():
+                    state.extra.setdefault(key, []).append(stat)
             bar.update()
             bar.set_postfix(loss=f"{value:.4f}", lr=f"{lr:.2e}", refresh=False)
             if step % cfg.log_every == 0 or step == total:
                 mean = sum(state.window) / len(state.window)
-                state.rows.append({"step": step, "loss": mean, "lr": lr})
-                state.window = []
+                extra = {k: sum(v) / len(v) for k, v in state.extra.items() if v}
+                state.rows.append({"step": step, "loss": mean, "lr": lr, **extra})
+                state.window, state.extra = [], {}
             if saver:
                 saver.step_done(state, self.trainable, optimizer, scheduler)
         bar.close()

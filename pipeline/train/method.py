@@ -23,6 +23,7 @@ from torch import Tensor
 from pipeline.models.base import Key
 from pipeline.models.registry import build_ranker
 from pipeline.params import MethodParams, Params
+from pipeline.rerank import rerank
 from pipeline.train import distributed, weak
 from pipeline.train.adversary import AdversaryTerm
 from pipeline.train.checkpoint import clear_checkpoint
@@ -60,8 +61,11 @@ def folds_of(ordered: pl.DataFrame, seed: int | None = None) -> list[tuple[int, 
 def _weak_scores(
     params: Params, m: MethodParams, triples: pl.DataFrame, texts: tuple[Mapping[str, str], ...],
     doc_scores: pl.DataFrame, seed: int, features: Mapping[Key, Tensor],
-) -> dict[str, dict[tuple[str, str], float]]:  # fmt: skip
-    """EqualizeIR (SPEC §6.3): train f_B by the method's strategy, score the fold's pairs."""
+    test: pl.DataFrame | None = None,
+) -> tuple[dict[str, dict[tuple[str, str], float]], pl.DataFrame | None]:  # fmt: skip
+    """EqualizeIR (SPEC §6.3): train f_B by the method's strategy, score the fold's pairs;
+    with ``test`` (the fold's test candidates) also f_B's own run of them, so its
+    effectiveness is measured (issue 21: a weak learner must be weaker, not useless)."""
     queries, docs = texts
     cfg = train_config(params, seed)
     assert m.weak_strategy is not None
@@ -79,7 +83,8 @@ def _weak_scores(
     weak_cfg = dataclasses.replace(cfg, max_steps=s.max_steps or cfg.max_steps)
     train_model(f_b, groups, "margin", {"margin": 1.0}, weak_cfg)
     f_b.bind(queries, docs)
-    return {"weak": weak.weak_pair_scores(f_b, triples)}
+    run = None if test is None or test.height == 0 else rerank(f_b, test, params.rerank.batch_size)
+    return {"weak": weak.weak_pair_scores(f_b, triples)}, run
 
 
 def train_method(
@@ -90,21 +95,26 @@ def train_method(
     doc_scores: pl.DataFrame,
     out: Path,
     features: Mapping[Key, Tensor] | None = None,
-) -> pl.DataFrame:
-    """Train ``method`` for every seed and fold into ``out``; the mean training curve.
+    candidates: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
+    """Train ``method`` for every seed and fold into ``out``; the mean training curve and,
+    for EqualizeIR methods given the test ``candidates``, each seed folder's run of the weak
+    learners (fold k's f_B reranks fold k's test candidates).
 
     ``features``: precomputed frozen-bottom states of the texts (the ``features`` stage)."""
     features = features or {}
     m = params.methods[method]
-    curves = []
+    curves, weak_runs = [], {}
     for seed, sub in params.train.seed_runs():
+        parts = []
         for fold, triples in folds_of(ordered, seed if sub else None):
             log.info("train@%s: seed %d, fold %d, %d triples", method, seed, fold, triples.height)
-            pairs = (
-                _weak_scores(params, m, triples, texts, doc_scores, seed, features)
-                if m.loss == "poe"
-                else None
-            )
+            pairs = None
+            if m.loss == "poe":
+                test = None if candidates is None else _fold_rows(candidates, fold)
+                pairs, run = _weak_scores(params, m, triples, texts, doc_scores, seed, features,
+                                          test)  # fmt: skip
+                parts += [] if run is None else [run]
             ranker = build_ranker(params.model, seed)
             ranker.bind(*texts)
             ranker.preload(features)
@@ -127,4 +137,15 @@ def train_method(
             curves.append(
                 curve.with_columns(pl.lit(seed).alias("seed"), pl.lit(fold).alias("fold"))
             )
-    return pl.concat(curves).group_by("step", maintain_order=True).agg(pl.col("loss", "lr").mean())
+        if parts:
+            weak_runs[sub] = pl.concat(parts)
+    values = [c for c in curves[0].columns if c not in ("step", "seed", "fold")]
+    curve = pl.concat(curves).group_by("step", maintain_order=True).agg(pl.col(values).mean())
+    return curve, weak_runs
+
+
+def _fold_rows(candidates: pl.DataFrame, fold: int) -> pl.DataFrame:
+    """Fold ``fold``'s test candidates (all of them without a ``fold`` column)."""
+    if "fold" not in candidates.columns:
+        return candidates
+    return candidates.filter(pl.col("fold") == fold).drop("fold")

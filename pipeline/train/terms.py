@@ -20,3 +20,8 @@ class LossTerm(nn.Module):
         """The term's value from the batch's document representations ``[n, d]`` (the
         family's, ``Ranker.forward``) and their ``docs`` tensors (each ``[n]``)."""
         raise NotImplementedError
+
+    def stats(self) -> dict[str, float]:
+        """Diagnostics of the last :meth:`forward` (e.g. the adversary's accuracy), logged in
+        the training curve as their mean over each logging window; none by default."""
+        return {}
