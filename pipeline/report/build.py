@@ -199,7 +199,10 @@ def build_report(
     written += [out / "summary.md", out / "summary.csv", out / "comparison.csv", out / RANX_JSON]
     if plots_dir is not None:
         written += _figures(cmp, cutoffs, Path(plots_dir), train_dir, baseline, reference)
-    written += write_variation(metrics, out, None if plots_dir is None else Path(plots_dir))
+    written += write_variation(
+        metrics, out, None if plots_dir is None else Path(plots_dir), per_query, baseline,
+        bootstrap_samples, bootstrap_seed,
+    )  # fmt: skip
     log.info(
         "report: %d methods vs %r → %s", len(method_names), baseline, ", ".join(map(str, written))
     )

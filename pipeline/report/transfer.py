@@ -25,8 +25,8 @@ def transfer_comparison(
 ) -> pl.DataFrame | None:  # fmt: skip
     """The held-out collection's comparison (same test as the main one), or null when no
     method was evaluated on it."""
-    if not all((Path(eval_dir) / m).glob(f"**/{TRANSFER}/per_query.parquet")
-               for m in method_names):  # fmt: skip
+    pattern = f"**/{TRANSFER}/per_query.parquet"
+    if not all(next((Path(eval_dir) / m).glob(pattern), None) for m in method_names):
         return None
     from pipeline.report.build import load_per_query
 

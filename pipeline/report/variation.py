@@ -11,6 +11,7 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -18,6 +19,7 @@ from matplotlib.figure import Figure
 from pipeline import io
 from pipeline.metrics.variation import FLAGS, MEASURE, PREFIX
 from pipeline.report.plots import save_png
+from pipeline.report.significance import PerQuery, as_seeds, query_means
 from pipeline.report.tables import markdown_table, summary_frame
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,80 @@ def variation_markdown(frame: pl.DataFrame) -> str:
     )
 
 
+def _bin_stats(values: np.ndarray, bins: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per resample (rows of ``weights``, query multiplicities): ``[spread, c_v]`` of the
+    weighted values, the spread being max − min of the bin means (bins 0..2)."""
+    total = weights.sum(axis=1)
+    mean = weights @ values / total
+    var = (weights @ values**2 / total - mean**2) * total / np.maximum(total - 1, 1)
+    cv = np.sqrt(np.maximum(var, 0)) / np.where(mean == 0, np.nan, mean)
+    bin_means = np.stack([(weights * (bins == b)) @ values / np.maximum(
+        (weights * (bins == b)).sum(axis=1), 1e-12) for b in range(len(BINS))], axis=1)  # fmt: skip
+    return np.stack([bin_means.max(axis=1) - bin_means.min(axis=1), cv], axis=1)
+
+
+def bin_intervals(
+    per_query: Mapping[str, PerQuery], baseline: str, n_resamples: int = 10_000, seed: int = 0
+) -> pl.DataFrame:
+    """Bin spread and c_v of nDCG@10 per method with percentile bootstrap 95% intervals, and
+    their paired differences from ``baseline`` (issue 21: "bin statistics with intervals").
+    Queries are resampled (the same draws for every method, so differences are paired) on
+    each query's mean over seeds; queries without a bin or value are left out."""
+    flags = list(FLAGS.values())
+    frames = {m: query_means(f, MEASURE) for m, f in per_query.items()}
+    first = next(iter(as_seeds(per_query[baseline]).values()))
+    if not set(flags) <= set(first.columns):
+        return pl.DataFrame()
+    bins = first.select("query_id", pl.concat_list(flags).list.arg_max().alias("_bin"),
+                        pl.sum_horizontal(flags).alias("_n"))  # fmt: skip
+    ids = bins.filter(pl.col("_n") == 1)["query_id"]
+    index = pl.DataFrame({"query_id": ids})
+    joined = {
+        m: index.join(f, on="query_id", how="left")[MEASURE].to_numpy() for m, f in frames.items()
+    }
+    keep = np.all([np.isfinite(v.astype(float)) for v in joined.values()], axis=0)
+    b = index.join(bins, on="query_id", how="left")["_bin"].to_numpy()[keep]
+    n = int(keep.sum())
+    draws = np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=n_resamples)
+    weights = draws.astype(np.float64)
+    point = {
+        m: _bin_stats(v[keep].astype(float), b, np.ones((1, int(keep.sum()))))[0]
+        for m, v in joined.items()
+    }
+    boot = {m: _bin_stats(v[keep].astype(float), b, weights) for m, v in joined.items()}
+    rows = []
+    for m in frames:
+        diff = boot[m] - boot[baseline]
+        lo, hi = np.nanpercentile(boot[m], [2.5, 97.5], axis=0)
+        dlo, dhi = np.nanpercentile(diff, [2.5, 97.5], axis=0)
+        rows.append({"method": m, "bin_spread": point[m][0], "spread_low": lo[0],
+                     "spread_high": hi[0], "cv": point[m][1], "cv_low": lo[1], "cv_high": hi[1],
+                     "d_spread": point[m][0] - point[baseline][0], "d_spread_low": dlo[0],
+                     "d_spread_high": dhi[0], "d_cv": point[m][1] - point[baseline][1],
+                     "d_cv_low": dlo[1], "d_cv_high": dhi[1]})  # fmt: skip
+    return pl.DataFrame(rows)
+
+
+def intervals_markdown(frame: pl.DataFrame, baseline: str) -> str:
+    """The intervals table of ``bin_intervals``."""
+    lines = [
+        f"### With 95% intervals (bootstrap over queries) and differences from `{baseline}`",
+        "",
+        "| method | bin_spread [95% CI] | c_v [95% CI] | Δ bin_spread [95% CI] | Δ c_v [95% CI] |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in frame.iter_rows(named=True):
+        same = r["method"] == baseline
+        cells = [f"{r['bin_spread']:.3f} [{r['spread_low']:.3f}, {r['spread_high']:.3f}]",
+                 f"{r['cv']:.3f} [{r['cv_low']:.3f}, {r['cv_high']:.3f}]",
+                 "" if same else f"{r['d_spread']:+.3f} [{r['d_spread_low']:+.3f}, "
+                 f"{r['d_spread_high']:+.3f}]",
+                 "" if same else
+                 f"{r['d_cv']:+.3f} [{r['d_cv_low']:+.3f}, {r['d_cv_high']:+.3f}]"]  # fmt: skip
+        lines.append(f"| {r['method']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def variation_figure(frame: pl.DataFrame) -> Figure:
     """nDCG@10 mean per complexity bin, one line per method (EqualizeIR Figure 3)."""
     fig = Figure(figsize=(6, 4))
@@ -72,9 +148,12 @@ def variation_figure(frame: pl.DataFrame) -> Figure:
 
 
 def write_variation(
-    metrics: Mapping[str, Mapping[str, object]], out_dir: str | Path, plots_dir: str | Path | None
-) -> list[Path]:
+    metrics: Mapping[str, Mapping[str, object]], out_dir: str | Path, plots_dir: str | Path | None,
+    per_query: Mapping[str, PerQuery] | None = None, baseline: str | None = None,
+    n_resamples: int = 10_000, seed: int = 0,
+) -> list[Path]:  # fmt: skip
     """Write ``<out_dir>/variation.md`` and ``<plots_dir>/variation_bins.png``; paths written.
+    With ``per_query`` and ``baseline``, the table of :func:`bin_intervals` follows.
 
     Nothing is written (and a warning says so) when no method has variation keys.
     """
@@ -83,7 +162,12 @@ def write_variation(
         log.warning("report: no method has %s.* keys; variation table and figure skipped", PREFIX)
         return []
     written = [Path(out_dir) / TABLE]
-    io.write_text(variation_markdown(frame), written[0])
+    text = variation_markdown(frame)
+    if per_query is not None and baseline is not None:
+        intervals = bin_intervals(per_query, baseline, n_resamples, seed)
+        if intervals.height:
+            text += "\n" + intervals_markdown(intervals, baseline)
+    io.write_text(text, written[0])
     if plots_dir is not None:
         written.append(Path(plots_dir) / FIGURE)
         save_png(variation_figure(frame), written[-1])

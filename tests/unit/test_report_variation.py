@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
 
 from pipeline.report.variation import (
@@ -71,3 +73,29 @@ def test_write_variation(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> No
     with caplog.at_level(logging.WARNING):
         assert write_variation({"x": {"MRR@10": 0.1}}, tmp_path / "m2", tmp_path / "p2") == []
     assert "variation table and figure skipped" in caplog.text
+
+
+def test_bin_intervals_match_the_point_values_and_pair_the_queries() -> None:
+    from pipeline.metrics.variation import summarise
+    from pipeline.report.variation import bin_intervals
+
+    rng = np.random.default_rng(0)
+    n = 60
+    bins = np.repeat([0, 1, 2], n // 3)
+    names = ("easy", "medium", "hard")
+    flags = {f"var.n_{b}": (bins == i).astype(np.int64) for i, b in enumerate(names)}
+
+    def frame(values: np.ndarray) -> pl.DataFrame:
+        return pl.DataFrame({"query_id": [f"q{i}" for i in range(n)], "nDCG@10": values, **flags})
+
+    base = rng.uniform(0.5, 1.0, size=n)
+    same = frame(base)
+    shifted = frame(np.where(bins == 2, base - 0.2, base))  # hard queries 0.2 worse
+    out = bin_intervals({"b": same, "s": shifted, "c": same}, "b", n_resamples=2000)
+    rows = {r["method"]: r for r in out.iter_rows(named=True)}
+    expected = summarise(same)
+    assert rows["b"]["bin_spread"] == pytest.approx(expected["var.nDCG@10.bin_spread"])
+    assert rows["b"]["cv"] == pytest.approx(expected["var.nDCG@10.cv"])
+    assert rows["b"]["spread_low"] <= rows["b"]["bin_spread"] <= rows["b"]["spread_high"]
+    assert rows["c"]["d_spread_low"] == rows["c"]["d_spread_high"] == 0.0  # same queries
+    assert rows["s"]["d_spread_low"] > 0  # the hard bin fell: the spread grew, beyond noise
