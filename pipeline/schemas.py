@@ -159,6 +159,7 @@ QUERY_COMPLEXITY = Schema(
         "bin": STR,
         "indices": STR,  # comma-separated indices averaged into `complexity`
         "dropped_indices": STR,  # `name (reason)`; `; `-separated, empty if none
+        "length_proxies": STR,  # `name (ρ +x.xx)` of kept indices that track query length
     },
     # raw value and min-max normalised value of each index used (dropped ones are absent)
     {c: F64 for name in COMPLEXITY_INDICES + SYNTACTIC_INDICES for c in (name, f"{name}_norm")},

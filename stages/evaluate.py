@@ -34,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         get_method(ns.params, m)
     runs = runner.read_runs(m, ns.params.seed_runs_of(m), shared, ns.first_stage)
     trec_fair = ns.params.dataset.name == runner.TREC_FAIR
-    info = runner.run_info(m, shared.doc_scores)
+    info = runner.run_info(m, shared.doc_scores, shared.complexity)
     per_seed: dict[int, dict[str, float]] = {}
     for seed, sub, run in runs:
         per_seed[seed], per_query = runner.evaluate_run(run, shared, p, trec_fair=trec_fair)

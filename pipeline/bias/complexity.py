@@ -34,8 +34,13 @@ indices (LV, VV1, SVV1, CVV1, VV2, NV, AdjV, AdvV, ModV) never are (see docs/dec
 **Decisions.** An index undefined for a query is null there: ``log_ttr`` when N = 1 (0/0),
 ``uber`` when no word repeats (T = N, division by zero), every index of a query without
 words. An index is **dropped** (logged, and named with its reason in ``dropped_indices``) when
-it is constant over the queries where it is defined, or undefined on more than half of the
-queries (on short queries ``uber`` is: most have no repeated word). Each kept index is
+it is constant over the queries where it is defined, *quasi-constant* (one value on more than
+90% of them: on Grep-BiasIR ``ttr`` and ``log_ttr`` are 1 on 114 of 117 queries, since short
+queries rarely repeat a word, so they would only mark the three that do), or undefined on
+more than half of the queries (on short queries ``uber`` is: most have no repeated word).
+An index whose Spearman correlation with the query's length in words is at least 0.9 in
+magnitude is kept but **named** a length proxy (``length_proxies``, e.g. ``ndw`` and ``mls``
+at ρ = +1.00 on Grep-BiasIR): the complexity bins then partly sort queries by length. Each kept index is
 min-max normalised over the query set; ``complexity`` is the mean of a query's defined
 normalised indices; the bins are the tertiles of ``complexity`` (linear-interpolated 1/3 and
 2/3 quantiles): ``easy`` ≤ q⅓ < ``medium`` ≤ q⅔ < ``hard``, so equal complexities share a bin.
@@ -172,14 +177,37 @@ def raw_indices(text: str | None) -> dict[str, float | None]:
     return {name: fn(w) for name, fn in INDICES.items()}
 
 
+QUASI_CONSTANT = 0.9  # an index with one value on more than this share of queries is dropped
+LENGTH_PROXY = 0.9  # |Spearman(index, n_words)| at or above: named a length proxy
+
+
 def drop_reason(values: pl.Series) -> str | None:
     """Why an index column carries no information over the query set, or None if it does."""
     undefined = values.null_count()
     if undefined * 2 > values.len():
         return f"undefined on {undefined} of {values.len()} queries"
-    if values.drop_nulls().n_unique() <= 1:
+    defined = values.drop_nulls()
+    if defined.n_unique() <= 1:
         return "constant over the queries"
+    counts = defined.value_counts(sort=True)
+    mode, count = counts.row(0)
+    if count > QUASI_CONSTANT * defined.len():
+        return f"quasi-constant: {mode:g} on {count} of {defined.len()} queries"
     return None
+
+
+def length_proxies(raw: pl.DataFrame, n_words: pl.Series) -> str:
+    """``name (ρ +x.xx)`` of the columns whose |Spearman ρ| with ``n_words`` is at least
+    ``LENGTH_PROXY``, ``; ``-separated (empty if none)."""
+    out = []
+    for name in raw.columns:
+        both = pl.DataFrame({"x": raw[name], "n": n_words.cast(pl.Float64)}).drop_nulls()
+        if both.height < 3 or both["x"].n_unique() < 2 or both["n"].n_unique() < 2:
+            continue
+        rho = float(both.select(pl.corr("x", "n", method="spearman")).item())
+        if abs(rho) >= LENGTH_PROXY:
+            out.append(f"{name} (ρ {rho:+.2f})")
+    return "; ".join(out)
 
 
 def _normalised(name: str) -> pl.Expr:
@@ -232,10 +260,14 @@ def query_complexity(
         pl.Series("n_words", [len(words_tokens(t)) for t in texts], dtype=pl.Int64),
         complexity.alias("complexity").fill_null(0.0),
     )
+    proxies = length_proxies(raw.select(kept), out["n_words"])
+    if proxies:
+        logger.warning("query complexity: length proxies among the kept indices: %s", proxies)
     out = out.with_columns(
         _bin(pl.col("complexity")).alias("bin"),
         pl.lit(",".join(kept)).alias("indices"),
         pl.lit(dropped).alias("dropped_indices"),
+        pl.lit(proxies).alias("length_proxies"),
     )
     if kept:
         columns = [c for name in kept for c in (name, f"{name}_norm")]

@@ -215,14 +215,29 @@ def over_seeds(per_seed: Mapping[int, Mapping[str, float]]) -> dict[str, Any]:
     return {**mean, "std": std, "seeds": list(per_seed)}
 
 
-def run_info(method: str, doc_scores: pl.DataFrame) -> dict[str, str]:
-    """The method's name and the tokenizer/lexicon its Ψ/ζ scores were computed with."""
+def run_info(
+    method: str, doc_scores: pl.DataFrame, complexity: pl.DataFrame | None = None
+) -> dict[str, str]:
+    """The method's name, the tokenizer/lexicon its Ψ/ζ scores were computed with and the
+    query-complexity indices used, dropped and named length proxies (SPEC §3)."""
     first = doc_scores.height > 0
-    return {
+    info = {
         "method": method,
         "tokenizer": doc_scores["tokenizer"][0] if first else "",
         "lexicon": doc_scores["lexicon"][0] if first else "",
     }
+    if complexity is not None and complexity.height:
+        for key, column in COMPLEXITY_INFO.items():
+            if column in complexity.columns:
+                info[key] = str(complexity[column][0])
+    return info
+
+
+COMPLEXITY_INFO = {
+    "complexity_indices": "indices",
+    "complexity_dropped": "dropped_indices",
+    "complexity_length_proxies": "length_proxies",
+}
 
 
 def write_eval(per_query: pl.DataFrame, result: Mapping[str, Any], folder: Path) -> None:

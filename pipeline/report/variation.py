@@ -43,14 +43,21 @@ def variation_frame(metrics: Mapping[str, Mapping[str, object]]) -> pl.DataFrame
     return frame.select("method", *(k for k in variation_keys() if k in frame.columns))
 
 
-def variation_markdown(frame: pl.DataFrame) -> str:
-    """Markdown section: the overall/per-bin table with short column names."""
+def variation_markdown(frame: pl.DataFrame, info: Mapping[str, object] | None = None) -> str:
+    """Markdown section: the overall/per-bin table with short column names; ``info`` (a
+    metrics.json) names the complexity indices used, dropped and the length proxies."""
     p = f"{PREFIX}.{MEASURE}."
     short = frame.rename({c: c.removeprefix(p) for c in frame.columns if c != "method"})
+    names = {"complexity_indices": "Indices averaged", "complexity_dropped": "Dropped",
+             "complexity_length_proxies": "Kept but length proxies (Spearman ρ with the "
+             "query's length in words)"}  # fmt: skip
+    about = "".join(f"{label}: {(info or {}).get(k) or 'none'}.\n" for k, label in names.items()
+                    if info and k in info)  # fmt: skip
     return (
         f"## Per-query variation of {MEASURE} by query complexity (SPEC §4.5)\n\n"
         f"μ, σ (sample), c_v = σ/μ of {MEASURE} over all queries and per complexity bin; "
         "`bin_spread` = max − min bin mean (lower is more even).\n\n"
+        + (about + "\n" if about else "")
         + markdown_table(short, [c for c in short.columns if c != "method"], digits=3)
         + "\n"
     )
@@ -162,7 +169,7 @@ def write_variation(
         log.warning("report: no method has %s.* keys; variation table and figure skipped", PREFIX)
         return []
     written = [Path(out_dir) / TABLE]
-    text = variation_markdown(frame)
+    text = variation_markdown(frame, next(iter(metrics.values()), None))
     if per_query is not None and baseline is not None:
         intervals = bin_intervals(per_query, baseline, n_resamples, seed)
         if intervals.height:

@@ -126,3 +126,19 @@ def test_empty_and_errors() -> None:
     assert empty.height == 0 and "complexity" in empty.columns
     with pytest.raises(ValueError, match=r"queries lack column\(s\) \['text'\]"):
         query_complexity(QUERIES.drop("text"))
+
+
+def test_quasi_constant_indices_are_dropped_and_length_proxies_named() -> None:
+    """ttr is 1 on every query without a repeated word: on 19 of 20 queries here, so it is
+    dropped (it would only mark the one query that repeats a word); ndw grows with length."""
+    from pipeline.bias.complexity import drop_reason, query_complexity
+
+    assert drop_reason(pl.Series([1.0] * 19 + [0.5])) == "quasi-constant: 1 on 19 of 20 queries"
+    assert drop_reason(pl.Series([1.0] * 9 + [0.5])) is None  # 90%: kept
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"]
+    texts = [" ".join(words[: 2 + i % 10]) for i in range(19)] + ["alpha alpha beta"]
+    queries = pl.DataFrame({"query_id": [str(i) for i in range(20)], "text": texts})
+    out = query_complexity(queries)
+    assert "ttr (quasi-constant: 1 on 19 of 20 queries)" in out["dropped_indices"][0]
+    assert "ttr" not in out["indices"][0].split(",")
+    assert "ndw (ρ +" in out["length_proxies"][0]
