@@ -135,7 +135,8 @@ def test_quasi_constant_indices_are_dropped_and_length_proxies_named() -> None:
 
     assert drop_reason(pl.Series([1.0] * 19 + [0.5])) == "quasi-constant: 1 on 19 of 20 queries"
     assert drop_reason(pl.Series([1.0] * 9 + [0.5])) is None  # 90%: kept
-    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"]
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta",
+             "eta", "theta", "iota", "kappa", "lambda", "mu"]  # fmt: skip
     texts = [" ".join(words[: 2 + i % 10]) for i in range(19)] + ["alpha alpha beta"]
     queries = pl.DataFrame({"query_id": [str(i) for i in range(20)], "text": texts})
     out = query_complexity(queries)
