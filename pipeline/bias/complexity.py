@@ -42,8 +42,9 @@ An index whose Spearman correlation with the query's length in words is at least
 magnitude is kept but **named** a length proxy (``length_proxies``, e.g. ``ndw`` and ``mls``
 at ρ = +1.00 on Grep-BiasIR): the complexity bins then partly sort queries by length.
 Each kept index is min-max normalised over the query set; ``complexity`` is the mean of a
-query's defined normalised indices; the bins are the tertiles of ``complexity`` (linear-interpolated 1/3 and
-2/3 quantiles): ``easy`` ≤ q⅓ < ``medium`` ≤ q⅔ < ``hard``, so equal complexities share a bin.
+query's defined normalised indices; the bins are the tertiles of ``complexity``
+(linear-interpolated 1/3 and 2/3 quantiles): ``easy`` ≤ q⅓ < ``medium`` ≤ q⅔ < ``hard``, so
+equal complexities share a bin.
 """
 
 from __future__ import annotations
