@@ -29,19 +29,21 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from pipeline import io, schemas
+from pipeline.report.claims import findings_markdown
 from pipeline.report.plots import (
     save_png,
     tradeoff_figure,
     training_figure,
 )
 from pipeline.report.ranx_export import ranx_report
-from pipeline.report.significance import ALPHA, PerQuery, compare
+from pipeline.report.significance import ALPHA, PerQuery, as_seeds, compare
 from pipeline.report.tables import CHANGE_AT_K, CHANGE_OVERALL, report_markdown, summary_frame
 from pipeline.report.transfer import TRANSFER, transfer_comparison, transfer_markdown
 from pipeline.report.variation import write_variation
 from pipeline.stats import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
 
 log = logging.getLogger(__name__)
+ZERO_SHOT = "zero-shot"  # the untrained reference row: the training effect is tested against it
 
 TRADEOFF = ("MRR@{k}", "NFaiRR@{k}", "ARaB-tf-abs@{k}")
 RANX_JSON = "comparison_ranx.json"
@@ -175,6 +177,10 @@ def build_report(
         correction=correction,
     )
     transfer = transfer_comparison(method_names, eval_dir, baseline, reference, alpha, correction)
+    untrained = next((r for r in reference if r == ZERO_SHOT and r in per_query), None)
+    training = None if untrained is None else compare(
+        {untrained: per_query[untrained], baseline: per_query[baseline]}, untrained, alpha=alpha
+    )  # fmt: skip
     first = metrics[method_names[0]]
     full_info = {k: str(first[k]) for k in ("tokenizer", "lexicon") if k in first} | dict(
         info or {}
@@ -188,6 +194,9 @@ def build_report(
         alpha=alpha,
         correction=correction,
     )
+    seeds = sorted(as_seeds(per_query[baseline]))
+    md += "\n" + findings_markdown(cmp, baseline, skip=reference, training=training,
+                                   seeds=seeds if len(seeds) > 1 else (), alpha=alpha)  # fmt: skip
     if transfer is not None:
         md += transfer_markdown(transfer, baseline, reference, cutoffs)
         named = pl.format("{}.{}", pl.lit(TRANSFER), "metric").alias("metric")
