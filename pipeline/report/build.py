@@ -37,7 +37,13 @@ from pipeline.report.plots import (
 )
 from pipeline.report.ranx_export import ranx_report
 from pipeline.report.significance import ALPHA, PerQuery, as_seeds, compare
-from pipeline.report.tables import CHANGE_AT_K, CHANGE_OVERALL, report_markdown, summary_frame
+from pipeline.report.tables import (
+    CHANGE_AT_K,
+    CHANGE_OVERALL,
+    report_markdown,
+    summary_frame,
+    unmark_saturated,
+)
 from pipeline.report.transfer import TRANSFER, transfer_comparison, transfer_markdown
 from pipeline.report.variation import write_variation
 from pipeline.stats import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
@@ -185,14 +191,16 @@ def build_report(
     full_info = {k: str(first[k]) for k in ("tokenizer", "lexicon") if k in first} | dict(
         info or {}
     )
+    shown, note = unmark_saturated(cmp, full_info.get("dataset", ""))
     md = report_markdown(
-        cmp,
+        shown,
         cutoffs,
         baseline,
         reference=reference,
         info=full_info,
         alpha=alpha,
         correction=correction,
+        note=note,
     )
     seeds = sorted(as_seeds(per_query[baseline]))
     md += "\n" + findings_markdown(cmp, baseline, skip=reference, training=training,

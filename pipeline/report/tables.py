@@ -106,6 +106,30 @@ SIGNED = frozenset(
     {"ARaB-tc", "ARaB-tf", "ARaB-bool", "gap-mean", "gap-male-wins", "gap-neutral-first"}
 )
 CORRECTION_NAMES = {"bonferroni": "Bonferroni", "holm": "Holm-Bonferroni"}
+SATURATED = {
+    "grep-biasir": {
+        "AWRF": "every Grep-BiasIR document comes in F, M and N versions, so any ranking "
+        "exposes the three groups almost equally (AWRF@10 0.985–0.997 for every row) and "
+        "AWRF moves opposite to NFaiRR by construction: a method that ranks the neutral "
+        "version first lowers it",
+    },
+}
+"""Metrics saturated by a dataset's construction (issue 21): shown, but without †."""
+
+
+def unmark_saturated(cmp: pl.DataFrame, dataset: str) -> tuple[pl.DataFrame, str]:
+    """``cmp`` with ``significant`` false on the metrics saturated for ``dataset``, and the
+    legend's note saying why they carry no †."""
+    why = SATURATED.get(dataset, {})
+    if not why:
+        return cmp, ""
+    base = pl.col("metric").str.split("@").list.first()
+    out = cmp.with_columns(
+        pl.when(base.is_in(list(why))).then(False).otherwise(pl.col("significant"))
+        .alias("significant")
+    )  # fmt: skip
+    note = " ".join(f"{metric} carries no {MARK}: {reason}." for metric, reason in why.items())
+    return out, note
 
 
 def marks_significance(metric: str) -> bool:
@@ -181,8 +205,10 @@ def report_markdown(
     info: Mapping[str, str] | None = None,
     alpha: float = 0.05,
     correction: str = "bonferroni",
+    note: str = "",
 ) -> str:
-    """The paste-ready summary: per cut-off an absolute table (a) and a change table (b)."""
+    """The paste-ready summary: per cut-off an absolute table (a) and a change table (b);
+    ``note`` is appended to the legend."""
     compared = [
         m for m in dict.fromkeys(cmp["method"].to_list()) if m not in {baseline, *reference}
     ]
@@ -190,7 +216,8 @@ def report_markdown(
     parts = ["# Summary", ""]
     if info:
         parts += [", ".join(f"{k}: `{v}`" for k, v in info.items()), ""]
-    parts += [_legend(baseline, reference, len(compared), alpha, seeds, correction), ""]
+    parts += [_legend(baseline, reference, len(compared), alpha, seeds, correction)
+              + (f" {note}" if note else ""), ""]  # fmt: skip
     skip = [baseline, *reference]
     change_title = f"### Change vs `{baseline}` (%) [95% CI, % of |{baseline}|]"
     for k in cutoffs:

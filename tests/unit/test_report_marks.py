@@ -42,3 +42,16 @@ def test_legend_names_the_correction_and_what_the_dagger_means() -> None:
     assert "† means *different*, not *fairer*" in md
     assert "### Change vs `base` (%) [95% CI, % of |base|]" in md
     assert "Bonferroni-adjusted" in report_markdown(_cmp(), [10], "base")
+
+
+def test_a_metric_saturated_by_the_dataset_carries_no_dagger() -> None:
+    from pipeline.report.tables import unmark_saturated
+
+    cmp = pl.DataFrame(
+        {"method": ["m", "m"], "metric": ["AWRF@10", "NFaiRR@10"], "significant": [True, True]}
+    )
+    shown, note = unmark_saturated(cmp, "grep-biasir")
+    assert shown["significant"].to_list() == [False, True]
+    assert note.startswith("AWRF carries no †: every Grep-BiasIR document comes in F, M and N")
+    same, none = unmark_saturated(cmp, "msmarco-passage")
+    assert same.equals(cmp) and none == ""
