@@ -215,8 +215,10 @@ def seed_query_test(
     parts = [_seed_part(m - b)] if m.shape[0] == b.shape[0] else [_seed_part(m), _seed_part(b)]
     var = query_var + sum(v for v, _ in parts)
     if _constant(per_query) and all(v == 0 for v, _ in parts):
-        p = 1.0 if abs(diff) <= 1e-12 * max(1.0, abs(diff)) else 0.0
-        return SeedQueryTest(diff, 0.0, float("inf"), diff, diff, p, n, int(m.shape[0]))
+        scale = max(1.0, float(np.abs(m).max()), float(np.abs(b).max()))
+        if abs(diff) <= 1e-12 * scale:  # equal up to float noise (e.g. 1e-17): no difference
+            return SeedQueryTest(0.0, 0.0, float("inf"), 0.0, 0.0, 1.0, n, int(m.shape[0]))
+        return SeedQueryTest(diff, 0.0, float("inf"), diff, diff, 0.0, n, int(m.shape[0]))
     denom = query_var**2 / (n - 1) + sum(v**2 / d for v, d in parts)
     df = var**2 / denom if denom > 0 else float(n - 1)
     from scipy import stats

@@ -118,3 +118,9 @@ def test_sign_test_matches_the_binomial_test() -> None:
     for plus, minus in [(21, 2), (14, 7), (9, 1), (40, 33)]:
         expected = sps.binomtest(plus, plus + minus, 0.5).pvalue
         assert sign_test(plus, minus) == pytest.approx(expected, rel=1e-12)
+
+
+def test_float_noise_is_no_difference() -> None:
+    base = np.full((3, 10), 0.7198)
+    got = seed_query_test(base - 1e-17, base)
+    assert got is not None and got.diff == 0.0 and got.p == 1.0 and got.low == got.high == 0.0
