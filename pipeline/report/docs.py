@@ -232,7 +232,7 @@ def output_mismatches(path: Path, outputs: Mapping[str, str]) -> list[str]:
     for block in parse(path):
         if block.kind != "output":
             continue
-        if block.name not in outputs:
+        if block.name is None or block.name not in outputs:
             problems.append(f"{block.where}: output {block.name!r} has no `exec` block")
             continue
         want = printed(outputs[block.name], block.options)
@@ -318,6 +318,14 @@ def _restore_workspace(root: Path) -> None:
     subprocess.run(["dvc", "checkout", "--force", "--quiet"], cwd=root, env=_env(), check=False)
 
 
+def _remove_named_experiments(block: Block, root: Path) -> None:
+    """`dvc exp remove` the experiments a command names (`-n NAME`), so it can run again."""
+    names = re.findall(r"(?:-n|--name)[ =](\S+)", block.text)
+    if names:
+        subprocess.run(["dvc", "exp", "remove", *names], cwd=root, env=_env(),
+                       capture_output=True, check=False)  # fmt: skip
+
+
 # --- params ---------------------------------------------------------------------------------
 
 
@@ -354,9 +362,9 @@ def params_problems(block: Block, root: Path = ROOT) -> list[str]:
         return [f"{block.where}: `params` block without `dvc exp run` or YAML"]
     problems = []
     with sandbox() as box:
-        for i, (tree, overrides) in enumerate(variants):
+        for i, (merged, overrides) in enumerate(variants):
             path = box / f"params-{i}.yaml"
-            path.write_text(base if tree is None else yaml.safe_dump(tree), encoding="utf-8")
+            path.write_text(base if merged is None else yaml.safe_dump(merged), encoding="utf-8")
             try:
                 if overrides:
                     apply_overrides(str(path), overrides)
@@ -412,13 +420,15 @@ def write(paths: Sequence[Path], record: bool = False, root: Path = ROOT) -> Non
         outputs = exec_outputs(path, root)
         recorded: dict[str, str] = {}
         if record:
-            try:
-                for b in parse(path):
-                    if b.kind == "command":
-                        log.info("%s: running %s", b.where, b.name)
-                        recorded[b.name or ""] = run_block(b, None, root, timeout=3600)
-            finally:
-                _restore_workspace(root)
+            for b in parse(path):
+                if b.kind != "command":
+                    continue
+                log.info("%s: running %s", b.where, b.name)
+                _remove_named_experiments(b, root)
+                try:
+                    recorded[b.name or ""] = run_block(b, None, root, timeout=3600)
+                finally:
+                    _restore_workspace(root)  # each command starts from the committed run
         text = path.read_text(encoding="utf-8")
         for b in reversed(parse(path, text)):
             if b.kind == "output" and b.name in outputs:

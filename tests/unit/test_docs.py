@@ -159,3 +159,34 @@ def test_experiment_keys_are_validated(tmp_path: Path) -> None:
 def test_head_row_is_shown_as_main() -> None:
     table = "| Experiment   | m   |\n| workspace    | 1   |\n| issue-23     | 1   |\n"
     assert docs.as_head(table, "issue-23", "main").splitlines()[2] == "| main         | 1   |"
+
+
+def test_record_runs_commands_stamps_them_and_restores_the_workspace(tmp_path: Path) -> None:
+    """`--record` in a repository: the command's output is pasted, stamped with dvc.lock's
+    hashes of its deps, and what the command changed (params.yaml here) is restored."""
+    import subprocess
+
+    repo = tmp_path / "repo"
+    (repo / "metrics").mkdir(parents=True)
+    (repo / "params.yaml").write_text("a: 1\n")
+    (repo / "metrics" / "m.json").write_text("{}\n")
+    (repo / "dvc.lock").write_text(
+        "schema: '2.0'\nstages:\n  train@m:\n    outs:\n    - path: models/m\n"
+        "      md5: cccc.dir\n"
+    )
+    for args in (["init", "-q"], ["add", "-A"],
+                 ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "c"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)  # fmt: skip
+    doc = _doc(tmp_path, (
+        "<!-- doc: command c -->\n```bash\necho 'a: 2' > params.yaml && echo printed\n```\n"
+        "<!-- doc: recorded c deps=models/m -->\n```\n(not recorded)\n```\n"
+    ))  # fmt: skip
+    docs.write([doc], record=True, root=repo)
+    text = doc.read_text(encoding="utf-8")
+    assert "```\nprinted\n```" in text
+    assert f"deps=models/m stamp={docs.stamp(['models/m'], repo / 'dvc.lock')} -->" in text
+    assert docs.stale_recordings(doc, repo / "dvc.lock") == []
+    assert (repo / "params.yaml").read_text() == "a: 1\n"
+    (repo / "params.yaml").write_text("a: 3\n")  # uncommitted params: refuse to record
+    with pytest.raises(docs.DocError, match="commit or stash"):
+        docs.write([doc], record=True, root=repo)
