@@ -17,6 +17,7 @@ import logging
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,8 +72,9 @@ def chromium() -> str | None:
 def render_plots(out_dir: Path, repo: Path = Path()) -> Path:
     """`dvc plots show -o out_dir` in `repo` (its `.dvc/config` template); the page."""
     subprocess.run(
-        ["dvc", "plots", "show", "-o", str(out_dir)], cwd=repo, check=True, capture_output=True
-    )
+        [sys.executable, "-m", "dvc", "plots", "show", "-o", str(out_dir)],
+        cwd=repo, check=True, capture_output=True,
+    )  # fmt: skip
     return out_dir / "index.html"
 
 
