@@ -12,9 +12,11 @@ same keys as the pipeline's `metrics/<method>.json`.
 
 Inputs (plain or gzipped):
 
-- RUN: TREC run `qid Q0 docid rank score tag` (`#` comment lines, e.g. an ir_metadata
-  block, are skipped); ranks are recomputed from the scores, ties keep the file order.
-- QRELS: TREC qrels `qid iteration docid relevance`, or Parquet `query_id, doc_id, relevance`.
+- RUN: TREC run `qid Q0 docid rank score tag`, fields separated by any spaces or tabs (`#`
+  comment lines, e.g. an in-file ir_metadata block, are skipped); the rank field is
+  ignored, as by trec_eval: effectiveness ranks by score, ties by doc id descending.
+- QRELS: TREC qrels `qid iteration docid relevance` (any whitespace), or Parquet
+  `query_id, doc_id, relevance`.
 - CORPUS: `doc_id, text[, group]` as TSV (a header line naming the columns, or none: doc id,
   text[, group]), JSONL (one object per line) or Parquet. `id`/`_id`/`docno`/`pid` are read as
   `doc_id` and `contents`/`body` as `text`. A `group` of F/M/N (e.g. Grep-BiasIR's
@@ -27,7 +29,7 @@ Inputs (plain or gzipped):
 - BACKGROUND (optional): NFaiRR's background set per query (a TREC run or Parquet
   `query_id, doc_id`), e.g. the BM25 candidates the run reranks; default: the run itself.
 
-On the pipeline's own files (`--corpus data/corpus.parquet --qrels data/qrels.parquet
+On the pipeline's own files (`--corpus data/corpus.parquet --qrels data/qrels.trec
 --queries data/queries.parquet --background data/candidates.parquet`, the tokenizer of
 `params.yaml`) it reproduces `metrics/<method>.json` from `runs/<method>/run.trec`.
 """
