@@ -114,7 +114,8 @@ class TransferParams:
     on it (issue 21): ``name`` (``genderbias-qa``, shipped) and its ``splits``."""
 
     name: Literal["genderbias-qa"] = "genderbias-qa"
-    splits: list[Literal["test", "train"]] = field(default_factory=lambda: ["test", "train"])
+    splits: list[Literal["test", "train"]] = field(default_factory=lambda: ["test"])
+    fold_models: Literal["first", "all"] = "first"  # which fold models of a seed rerank it
 
 
 @dataclass(frozen=True)

@@ -92,11 +92,13 @@ def rerank_folds(
     batch_size: int,
     features: Mapping[Key, Tensor] | None = None,
     transfer: pl.DataFrame | None = None,
+    transfer_folds: str = "all",
 ) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """One run over every fold: fold k's candidates reranked by ``load(k)`` (SPEC §7);
     ``features``: precomputed frozen-bottom states of the texts (the ``features`` stage).
     ``transfer``: candidates of the held-out collection, reranked whole by every fold's
-    model (its texts in ``texts``); their runs are returned with the model's ``fold``."""
+    model (``transfer_folds="all"``) or by the first fold's (``"first"``), its texts in
+    ``texts``; their runs are returned with the model's ``fold``."""
     if "fold" not in candidates.columns:
         candidates = candidates.with_columns(pl.lit(0, dtype=pl.Int64).alias("fold"))
     runs, moved = [], []
@@ -107,7 +109,7 @@ def rerank_folds(
         ranker.bind(*texts)
         ranker.preload(features or {})
         runs.append(rerank(ranker, part.drop("fold"), batch_size))
-        if transfer is not None:
+        if transfer is not None and (transfer_folds == "all" or not moved):
             run = rerank(ranker, transfer.drop("fold", strict=False), batch_size)
             moved.append(run.with_columns(pl.lit(fold, dtype=pl.Int64).alias("fold")))
     return pl.concat(runs), (pl.concat(moved) if moved else None)
@@ -135,6 +137,7 @@ def write_method_runs(
         run, moved = rerank_folds(
             lambda fold, s=seed, d=sub: load(s, d, fold),  # type: ignore[misc]
             candidates, texts, params.rerank.batch_size, features, transfer,
+            params.transfer.fold_models,
         )  # fmt: skip
         folder = out / method / sub
         io.write_table(run, str(folder / "run.parquet"), schemas.RUN)

@@ -46,9 +46,10 @@ def transfer_markdown(
     change = [c.replace("ARaB-tf@", "ARaB-tf-abs@") for c in cols if "ARaB-tf@" not in c]
     return "\n".join([
         "", f"## Transfer: GenderBias-QA ({n} queries, never trained on)", "",
-        "Every fold model of a method reranks every held-out question's BM25 top-k; a query's "
-        "value is the mean over the fold models (and over seeds). Groups: the two female- and "
-        "two male-leaning answers of each question (no neutral version, so no neutral-first).",
+        "Each seed's first fold model (`transfer.fold_models: first`; `all`: every fold model, "
+        "a query's value then being their mean) reranks every held-out question's BM25 top-k; "
+        "values are means over seeds. Groups: the two female- and two male-leaning answers of "
+        "each question (no neutral version, so no neutral-first).",
         "", comparison_table(cmp, [*cols, *TRANSFER_OVERALL]), "",
         f"### Change vs `{baseline}` (%) [95% CI, % of |{baseline}|]", "",
         comparison_table(cmp, [*dict.fromkeys(change), "gap-abs"], change=True, skip=skip), "",
