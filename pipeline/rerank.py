@@ -101,7 +101,8 @@ def rerank_folds(
     ``texts``; their runs are returned with the model's ``fold``."""
     if "fold" not in candidates.columns:
         candidates = candidates.with_columns(pl.lit(0, dtype=pl.Int64).alias("fold"))
-    runs, moved = [], []
+    runs: list[pl.DataFrame] = []
+    moved: list[pl.DataFrame] = []
     ordered = candidates.sort("fold", maintain_order=True)  # stable: rows keep their order
     for part in ordered.partition_by("fold", maintain_order=True):
         fold = int(part["fold"][0])
