@@ -16,14 +16,28 @@ log = logging.getLogger(__name__)
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 
 
+LEFT_OUT = ("Cut-off 20", "Counterfactual gender gap")
+"""Sections of summary.md the README does not repeat (long tables; they stay in the file)."""
+
+
+def sections(summary: str, left_out: tuple[str, ...] = LEFT_OUT) -> str:
+    """``summary`` without its ``## <title>`` sections whose title starts with one of
+    ``left_out`` (each up to the next ``## `` heading)."""
+    parts = summary.split("\n## ")
+    kept = [parts[0], *(p for p in parts[1:] if not p.startswith(left_out))]
+    return "\n## ".join(kept)
+
+
 def embed(readme: str, summary: str) -> str:
-    """`readme` with the text between the markers replaced by `summary` (its title demoted)."""
+    """`readme` with the text between the markers replaced by `summary` (its title demoted,
+    the sections of ``LEFT_OUT`` left out)."""
     if START not in readme or END not in readme:
         raise ValueError(f"README has no {START} … {END} markers to replace")
     head, rest = readme.split(START, 1)
     _, tail = rest.split(END, 1)
-    body = summary.replace("# Summary\n", "", 1).replace("\n## ", "\n### ").strip()
-    note = "_Generated from `metrics/summary.md` by `python -m pipeline.report.readme`._"
+    body = sections(summary).replace("# Summary\n", "", 1).replace("\n## ", "\n### ").strip()
+    note = ("_Generated from `metrics/summary.md` by `python -m pipeline.report.readme` (the "
+            "cut-off 20 and gap tables are in that file)._")  # fmt: skip
     return f"{head}{START}\n{note}\n\n{body}\n{END}{tail}"
 
 

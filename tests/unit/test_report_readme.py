@@ -20,3 +20,10 @@ def test_embed_replaces_between_markers_idempotently() -> None:
 def test_embed_without_markers() -> None:
     with pytest.raises(ValueError, match="no <!-- results:start -->"):
         embed("no markers", "x")
+
+
+def test_long_sections_stay_in_the_summary() -> None:
+    summary = "# Summary\n\n## Cut-off 10\n\nA\n\n## Cut-off 20\n\nB\n\n## Findings\n\nC\n"
+    out = embed(f"{START}\n{END}\n", summary)
+    assert "### Cut-off 10" in out and "### Findings" in out and "C" in out
+    assert "Cut-off 20" not in out and "\nB\n" not in out
