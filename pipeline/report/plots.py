@@ -206,7 +206,8 @@ def _marker_legend(ax: Axes, baseline: str | None, reference: Collection[str]) -
 def training_figure(curves: Mapping[str, pl.DataFrame]) -> Figure:
     """Training loss (top) and learning rate (bottom) against step, one line per method.
 
-    Each curve has the columns `step, loss, lr` (the `plots/train/<method>.csv` of train@).
+    Each curve has the columns `step, loss, lr` (a method's mean over its fold models, from
+    its DVCLive files `dvclive/<method>/`).
     """
     fig = Figure(figsize=(9.0, 5.2), layout="constrained")
     loss_ax, lr_ax = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1))
