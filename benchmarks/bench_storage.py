@@ -49,18 +49,20 @@ def unique_bytes(*folders: Path) -> int:
     return total
 
 
-def _run(cmd: list[str], cwd: Path) -> None:
+def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``cmd`` in ``cwd`` under ``nice``, offline, this interpreter's tools first on PATH."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PIPELINE_LOG="WARNING")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     proc = subprocess.run(["nice", "-n", "10", *cmd], cwd=cwd, env=env, text=True,
                           capture_output=True, check=False)  # fmt: skip
     if proc.returncode:
         raise SystemExit(f"{cmd} failed in {cwd}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
 
 
-def make_repo(dest: Path, method: str, ref: str | None) -> Path:
+def make_repo(dest: Path, method: str | None, ref: str | None = None) -> Path:
     """A git + DVC repository of the project tree at ``ref`` (None: the working tree) with
-    the default params restricted to ``method``."""
+    the default params, their methods restricted to ``method`` (None: all)."""
     dest.mkdir(parents=True)
     if ref is None:
         for name in TREE:
@@ -72,18 +74,19 @@ def make_repo(dest: Path, method: str, ref: str | None) -> Path:
         archive = subprocess.run(["git", "archive", ref, *TREE], cwd=ROOT, capture_output=True,
                                  check=True).stdout  # fmt: skip
         subprocess.run(["tar", "-x"], input=archive, cwd=dest, check=True)
-    params = yaml.safe_load((dest / "params.yaml").read_text())
-    params["methods"] = {method: params["methods"][method]}
-    (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    if method is not None:
+        params = yaml.safe_load((dest / "params.yaml").read_text())
+        params["methods"] = {method: params["methods"][method]}
+        (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     config = (dest / ".dvc" / "config").read_text()
     (dest / ".dvc" / "config").unlink()
     for cmd in (["git", "init", "-q"], ["git", "config", "user.email", "b@example.org"],
                 ["git", "config", "user.name", "bench"],
                 [sys.executable, "-m", "dvc", "init", "-q", "--force"]):  # fmt: skip
-        _run(cmd, dest)
+        run(cmd, dest)
     (dest / ".dvc" / "config").write_text(config)
-    _run(["git", "add", "-A"], dest)
-    _run(["git", "commit", "-qm", "bench"], dest)
+    run(["git", "add", "-A"], dest)
+    run(["git", "commit", "-qm", "bench"], dest)
     return dest
 
 
@@ -97,17 +100,17 @@ def measure(repo: Path, method: str, seeds: bool) -> dict[str, Any]:
     dvc = [sys.executable, "-m", "dvc"]
     cache, models = repo / ".dvc" / "cache", repo / "models"
     start = time.perf_counter()
-    _run([*dvc, "repro", f"train@{method}"], repo)
+    run([*dvc, "repro", f"train@{method}"], repo)
     row: dict[str, Any] = {"repro_s": round(time.perf_counter() - start, 1)}
     row["after_repro_bytes"] = unique_bytes(cache, models)
     row["links"] = links(repo, method)
-    _run(["git", "add", "-A"], repo)
-    _run(["git", "commit", "-qm", "repro"], repo)
-    _run([*dvc, "exp", "run", "-S", f"methods.{method}.lambda=0.5", f"train@{method}"], repo)
+    run(["git", "add", "-A"], repo)
+    run(["git", "commit", "-qm", "repro"], repo)
+    run([*dvc, "exp", "run", "-S", f"methods.{method}.lambda=0.5", f"train@{method}"], repo)
     row["exp_1_seed_bytes"] = unique_bytes(cache, models) - row["after_repro_bytes"]
     if seeds:
         before = unique_bytes(cache, models)
-        _run([*dvc, "exp", "run", "-S", "train.seeds=[1,2,3]", f"train@{method}"], repo)
+        run([*dvc, "exp", "run", "-S", "train.seeds=[1,2,3]", f"train@{method}"], repo)
         row["exp_3_seeds_bytes"] = unique_bytes(cache, models) - before
     return row
 

@@ -175,8 +175,9 @@ def train_model(
         kwargs = {"checkpoint_dir": checkpoint_dir, "checkpoint_every": checkpoint_every}
         rows = distributed.launch(_rank_entry, model.cpu(), args, kwargs, cfg.device)
         model.to(resolve_device(cfg.device)).eval()
-        for row in rows if log else ():  # the ranks' rows, logged once they are back
-            log(int(row["step"]), {k: v for k, v in row.items() if k != "step"})
+        for row in rows:  # the ranks' rows, logged once they are back
+            if log:
+                log(int(row["step"]), {k: v for k, v in row.items() if k != "step"})
         return _curve(rows)
     distributed.check_world(cfg.devices, cfg.batch_size, rank)
     device = distributed.rank_device(cfg.device, rank)

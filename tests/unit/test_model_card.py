@@ -23,8 +23,8 @@ def _project(root: Path) -> None:
     params["methods"]["penalty_relevant"]["lambda"] = 0.25
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     (root / "data").mkdir()
-    pl.DataFrame({"query_id": [str(i) for i in range(8)], "fold": [0, 0, 0, 1, 1, 1, 1, 1],
-                  "split": ["test"] * 8}).write_parquet(root / "data" / "queries.parquet")  # fmt: skip
+    queries = {"query_id": [str(i) for i in range(8)], "fold": [0, 0, 0, 1, 1, 1, 1, 1]}
+    pl.DataFrame(queries | {"split": ["test"] * 8}).write_parquet(root / "data/queries.parquet")
     (root / "metrics").mkdir()
     for row, mrr in (("penalty_relevant", 0.5), ("bm25", 0.4)):
         m = {"MRR@10": mrr, "NFaiRR@10": 0.8, "ARaB-tf@10": 0.01, "gap-mean": 0.1,

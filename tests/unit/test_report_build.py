@@ -11,9 +11,9 @@ import pytest
 
 from pipeline import io, schemas
 from pipeline.report.build import (
-    read_curve,
     build_report,
     load_per_query,
+    read_curve,
     tradeoff_frame,
 )
 

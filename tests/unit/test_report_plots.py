@@ -120,7 +120,7 @@ def test_tradeoff_labels_of_a_tight_cluster_do_not_overlap() -> None:
     names = [f"method_{i:02d}" for i in range(24)]
     points = pl.DataFrame(
         {"method": names, "MRR@10": [0.92 + 0.0004 * (i % 5) for i in range(24)],
-         "NFaiRR@10": [0.77 + 0.0004 * i for i in range(24)]}  # fmt: skip
+         "NFaiRR@10": [0.77 + 0.0004 * i for i in range(24)]}
     )
     fig = tradeoff_figure(points, "MRR@10", "NFaiRR@10", baseline="method_00")
     ax = fig.axes[0]

@@ -60,7 +60,7 @@ def test_figure_has_one_panel_per_method() -> None:
     for ax, method in zip(panels, ("bm25", "equalize"), strict=True):
         labelled = [ln for ln in ax.get_lines() if not str(ln.get_label()).startswith("_")]
         assert [ln.get_label() for ln in labelled] == [method]
-    own = [ln for ln in panels[0].get_lines() if ln.get_label() == "bm25"][0]
+    own = next(ln for ln in panels[0].get_lines() if ln.get_label() == "bm25")
     assert own.get_ydata().tolist() == pytest.approx([0.6, 0.4, 0.2])  # type: ignore[union-attr]
     dashed = [ln for ln in panels[1].get_lines() if ln.get_linestyle() == "--"]
     assert len(dashed) == 1 and dashed[0].get_ydata().tolist() == pytest.approx([0.6, 0.4, 0.2])  # type: ignore[union-attr]
