@@ -2,9 +2,11 @@
 
 For each side it builds a throw-away git + DVC repository from a project tree (ours: this
 working tree; naive: ``--naive-ref``, the commit before models were split into a frozen and a
-trained shard, with its ``.dvc/config``), keeps the default params but only ``--method``,
-and measures the bytes under ``.dvc/cache`` and ``models`` the way ``du -sbc .dvc/cache
-models`` does (a file with several hard links once):
+trained shard, with its ``.dvc/config``), keeps the default params but only ``--method``
+and ``train.max_steps`` = ``--max-steps`` (default 5: the bytes of a saved model do not
+depend on how long it trained, only the minutes do), and measures the bytes under
+``.dvc/cache`` and ``models`` the way ``du -sbc .dvc/cache models`` does (a file with several
+hard links once):
 
 1. after ``dvc repro train@<method>`` from an empty cache (5 fold models),
 2. the increment of ``dvc exp run -S methods.<method>.lambda=0.5 train@<method>`` (one seed:
@@ -60,9 +62,12 @@ def run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def make_repo(dest: Path, method: str | None, ref: str | None = None) -> Path:
+def make_repo(
+    dest: Path, method: str | None, ref: str | None = None, max_steps: int | None = None
+) -> Path:
     """A git + DVC repository of the project tree at ``ref`` (None: the working tree) with
-    the default params, their methods restricted to ``method`` (None: all)."""
+    the default params, their methods restricted to ``method`` (None: all) and
+    ``train.max_steps`` set to ``max_steps`` (None: the default)."""
     dest.mkdir(parents=True)
     if ref is None:
         for name in TREE:
@@ -74,9 +79,12 @@ def make_repo(dest: Path, method: str | None, ref: str | None = None) -> Path:
         archive = subprocess.run(["git", "archive", ref, *TREE], cwd=ROOT, capture_output=True,
                                  check=True).stdout  # fmt: skip
         subprocess.run(["tar", "-x"], input=archive, cwd=dest, check=True)
-    if method is not None:
+    if method is not None or max_steps is not None:
         params = yaml.safe_load((dest / "params.yaml").read_text())
-        params["methods"] = {method: params["methods"][method]}
+        if method is not None:
+            params["methods"] = {method: params["methods"][method]}
+        if max_steps is not None:
+            params["train"]["max_steps"] = max_steps
         (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     config = (dest / ".dvc" / "config").read_text()
     (dest / ".dvc" / "config").unlink()
@@ -120,12 +128,16 @@ def main() -> None:
     p.add_argument("--method", default="penalty_relevant", help="a method with a lambda")
     p.add_argument("--naive-ref", default="f8c9685", help="git ref of the full-checkpoint side")
     p.add_argument("--work", type=Path, default=None, help="folder for the repositories")
+    p.add_argument("--no-naive", action="store_true", help="measure ours only")
+    p.add_argument("--max-steps", type=int, default=5, help="train.max_steps of every run")
     args = p.parse_args()
     setup_logging()
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-storage-"))
-    row: dict[str, Any] = {"method": args.method, "naive_ref": args.naive_ref}
-    for side, ref in (("ours", None), ("naive", args.naive_ref)):
-        repo = make_repo(work / side, args.method, ref)
+    row: dict[str, Any] = {"method": args.method, "naive_ref": args.naive_ref,
+                           "max_steps": args.max_steps}  # fmt: skip
+    sides = (("ours", None), ("naive", args.naive_ref))[: 1 if args.no_naive else 2]
+    for side, ref in sides:
+        repo = make_repo(work / side, args.method, ref, args.max_steps)
         row[side] = measure(repo, args.method, seeds=side == "ours")
         print(side, row[side], flush=True)
     write_row("storage", row, args.out)
