@@ -27,9 +27,9 @@ def test_dvclive_logs_show_in_dvc_metrics_exp_show_and_plots(tiny_repo: Path, dv
     assert live["fold-0"]["loss"] > 0 and live["fold-0"]["lr"] >= 0
     shown = dvc(tiny_repo, "exp", "show", "--csv", "--no-pager").stdout.splitlines()[0]
     assert "dvclive/baseline/metrics.json:loss" in shown
-    plots = json.loads(dvc(tiny_repo, "plots", "show", "--json").stdout)
-    curve = "dvclive/baseline/plots/metrics/fold-0/loss.tsv"
-    assert any(curve in key for key in plots), list(plots)
+    plots = json.loads(dvc(tiny_repo, "plots", "show", "--json").stdout)["data"]
+    for name in ("loss", "lr"):  # one plot per fold model and value
+        assert f"dvclive/baseline/plots/metrics/fold-1/{name}.tsv" in plots, list(plots)
 
 
 def test_targeted_experiment_on_a_fresh_clone_runs_only_that_method(
