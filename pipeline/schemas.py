@@ -113,11 +113,7 @@ RUN = Schema(
     non_empty=True,
     finite=("score",),
 )
-# Loss terms may add their diagnostics (pipeline.train.terms.LossTerm.stats), e.g. AdvBERT's.
-CURVE = Schema(
-    "training curve", {"step": I64, "loss": F64, "lr": F64},
-    {"adv_acc": F64, "adv_majority": F64},
-)
+CURVE = Schema("training curve", {"step": I64, "loss": F64, "lr": F64})
 ALIGNMENTS = Schema(
     "alignments",
     {"doc_id": STR, "dimension": STR, "group": STR, "weight": F64},

@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "evaluation": _evaluation(params.dataset.folds),
         },
         plots_dir="plots/report",
-        train_dir="plots/train",
+        train_dir="dvclive",
         correction=params.report.correction,
         bootstrap_samples=params.report.bootstrap_samples,
         bootstrap_seed=params.report.bootstrap_seed,

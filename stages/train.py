@@ -1,5 +1,6 @@
 """Stage `train@<method>`: one ranker of `model.arch` per fold (and seed) on the method's
 ordered triples and loss → `models/<method>/[seed-<n>/]fold-<k>/` (pipeline.train.method),
+its DVCLive training log → `dvclive/<method>/` (pipeline.train.live),
 then each saved fold model reranks its fold's BM25 candidates → `runs/<method>/[seed-<n>/]`
 `run.parquet` + `run.trec` (pipeline.rerank). One process for both: the default run has 22
 methods, and a separate rerank process per method cost ~10 s of start-up each."""
@@ -17,6 +18,7 @@ from pipeline.models.registry import load_ranker
 from pipeline.params import get_method
 from pipeline.rerank import write_method_runs
 from pipeline.train import distributed
+from pipeline.train.live import TrainLog
 from pipeline.train.method import train_method
 from stages.common import run_stage, setup, texts, torch_threads
 
@@ -32,13 +34,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     features, text = load_features("data/features.safetensors"), texts()
     models = Path("models", ns.method)
     candidates = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
+    main_rank = distributed.is_main()  # under torchrun, rank 0 alone writes the outputs
+    live = TrainLog(Path("dvclive", ns.method)) if main_rank else None
     curve, weak_runs = train_method(ns.params, ns.method, ordered, text, doc_scores, models,
-                                    features, candidates)  # fmt: skip
-    if not distributed.is_main():  # under torchrun, rank 0 alone writes the outputs
+                                    features, live, candidates)  # fmt: skip
+    if live is None:
         return
+    live.close()
     for sub, run in weak_runs.items():  # EqualizeIR: the weak learners' own run
         io.write_table(run, f"runs/{ns.method}/{sub}/weak.parquet", schemas.RUN)
-    io.write_text(curve.write_csv(), f"plots/train/{ns.method}.csv")
     log.info(
         "train@%s: %d logged steps, final loss %.4f", ns.method, curve.height, curve["loss"][-1]
     )

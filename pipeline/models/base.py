@@ -30,6 +30,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from pipeline.models.card import card
 from pipeline.models.config import ModelConfig
 from pipeline.models.encoders import encoder_layers
+from pipeline.models.storage import split_frozen
 
 logger = logging.getLogger(__name__)
 
@@ -249,6 +250,10 @@ class Ranker(nn.Module):
         return hidden
 
     # -- saving -----------------------------------------------------------------------------
+    def trained_names(self) -> set[str]:
+        """Names (as in the encoder's ``state_dict``) of the encoder tensors that train."""
+        return {n for n, p in self.encoder.named_parameters() if p.requires_grad}
+
     def save(self, out_dir: str | Path) -> Path:
         """Write the model atomically (temporary sibling directory renamed into place)."""
         out = Path(out_dir)
@@ -257,6 +262,8 @@ class Ranker(nn.Module):
         try:
             tmp.mkdir()
             self.encoder.save_pretrained(str(tmp))
+            if self.cut:  # the frozen bottom in a shard of its own (pipeline.models.storage)
+                split_frozen(tmp, self.trained_names())
             self.tokenizer.save_pretrained(str(tmp))
             self.save_files(tmp)
             meta = {"format": FORMAT_VERSION, "arch": self.arch, "config": asdict(self.cfg),

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from pipeline.train.live import record
 from pipeline.train.terms import LossTerm
 
 
@@ -116,7 +117,6 @@ class AdversaryTerm(LossTerm):
         super().__init__()
         self.head = AdversaryHead(repr_dim, seed=seed)
         self.weight = float(weight)
-        self._stats: dict[str, float] = {}
 
     def extra_repr(self) -> str:
         return f"weight={self.weight}"
@@ -126,15 +126,10 @@ class AdversaryTerm(LossTerm):
         tensors (``zeta`` ``[n]``)."""
         zeta = docs["zeta"]
         none = reprs.new_zeros((0, reprs.shape[-1]))
-        labels = protected_labels(zeta)
-        self._stats = {
-            "adv_acc": adversary_accuracy(reprs.detach().float(), zeta, self.head),
-            "adv_majority": float(max(labels.float().mean(), 1 - labels.float().mean())),
-        }
+        # issue 21: does the adversary learn, and does the ranker hide the label from it?
+        # Logged (DVCLive, pipeline.train.live.record): the head's accuracy on the batch's
+        # documents before this step's update, and the majority label's share (chance level).
+        share = float(protected_labels(zeta).float().mean())
+        record("adv_acc", adversary_accuracy(reprs.detach().float(), zeta, self.head))
+        record("adv_majority", max(share, 1.0 - share))
         return adversarial_loss(reprs.float(), none, zeta, zeta[:0], self.head, self.weight)
-
-    def stats(self) -> dict[str, float]:
-        """``adv_acc``: the head's accuracy on the batch's documents before this step's update
-        (issue 21: does the adversary learn, and does the ranker hide the label from it?);
-        ``adv_majority``: the share of the batch's majority label (chance level)."""
-        return dict(self._stats)

@@ -58,7 +58,6 @@ class TrainState:
     rows: list[dict[str, float]] = field(default_factory=list)
     window: list[float] = field(default_factory=list)
     pairs: int = 0
-    extra: dict[str, list[float]] = field(default_factory=dict)  # loss terms' stats() windows
 
 
 def check_checkpoint_args(directory: str | Path | None, every: int | None) -> None:
@@ -241,8 +240,7 @@ class Checkpointer:
         optimizer.load_state_dict(data["optimizer"])
         scheduler.load_state_dict(data["scheduler"])
         set_rng_state(data["rng"][self.rank.rank], self.device)
-        state = TrainState(data["step"], data["rows"], data["window"], data["pairs"],
-                           data.get("extra", {}))  # fmt: skip
+        state = TrainState(data["step"], data["rows"], data["window"], data["pairs"])
         logger.info("resuming from %s at step %d", checkpoint_path(self.directory), state.step)
         return state
 
@@ -260,7 +258,6 @@ class Checkpointer:
             "step": state.step,
             "rows": state.rows,
             "window": list(state.window),
-            "extra": {k: list(v) for k, v in state.extra.items()},
             "pairs": state.pairs,
             "model": model.state_dict(),
             "optimizer": optimizer.state_dict(),

@@ -32,7 +32,7 @@ from transformers import get_linear_schedule_with_warmup
 from pipeline.models.base import Ranker
 from pipeline.models.encoders import resolve_device
 from pipeline.progress import progress
-from pipeline.train import distributed
+from pipeline.train import distributed, live
 from pipeline.train.checkpoint import (
     Checkpointer,
     TrainState,
@@ -145,6 +145,7 @@ def train_model(
     terms: Sequence[LossTerm] = (),
     checkpoint_dir: str | Path | None = None,
     checkpoint_every: int | None = None,
+    log: live.StepSink | None = None,
 ) -> pl.DataFrame:
     """Train ``model`` in place on ``groups`` (in their given order); returns the training curve.
 
@@ -157,7 +158,10 @@ def train_model(
     ``terms``: trainable loss terms added to the ranking loss (AdvBERT's
     :class:`~pipeline.train.adversary.AdversaryTerm`); they train with the model (optimiser,
     clipping, checkpoints) and stay outside it. Each step builds only the per-document
-    tensors that the loss record and the terms ``need``.
+    tensors that the loss record and the terms ``need``. ``log`` receives every curve row as
+    ``(step, {"loss", "lr", …})``, with the means of the values recorded through
+    :func:`pipeline.train.live.record` during its steps (a :class:`~pipeline.train.live.TrainLog`
+    run writes them to DVCLive).
     """
     record = get_record(loss_name)
     if len(groups) == 0:
@@ -171,6 +175,9 @@ def train_model(
         kwargs = {"checkpoint_dir": checkpoint_dir, "checkpoint_every": checkpoint_every}
         rows = distributed.launch(_rank_entry, model.cpu(), args, kwargs, cfg.device)
         model.to(resolve_device(cfg.device)).eval()
+        for row in rows:  # the ranks' rows, logged once they are back
+            if log:
+                log(int(row["step"]), {k: v for k, v in row.items() if k != "step"})
         return _curve(rows)
     distributed.check_world(cfg.devices, cfg.batch_size, rank)
     device = distributed.rank_device(cfg.device, rank)
@@ -182,7 +189,8 @@ def train_model(
     model.warm([q for q, ds in zip(groups.qids, groups.docs, strict=True) for _ in ds],
                [d for ds in groups.docs for d in ds])  # fmt: skip
     start = time.perf_counter()
-    state = run.steps(cfg, f"train {loss_name}", saver)
+    with live.collecting(log if rank.is_main else None) as sink:  # + values code records
+        state = run.steps(cfg, f"train {loss_name}", saver, sink)
     run.trainable.eval()
     seconds = max(time.perf_counter() - start, 1e-9)
     if rank.is_main:
@@ -219,12 +227,7 @@ def _rank_entry(model: Ranker, *args: object, **kwargs: object) -> list[dict[str
 
 
 def _curve(rows: list[dict[str, float]]) -> pl.DataFrame:
-    """``step, loss, lr`` and any loss term's stats (e.g. ``adv_acc``), Float64."""
-    extra = sorted({k for r in rows for k in r} - {"step", "loss", "lr"})
-    schema = {"step": pl.Int64, "loss": pl.Float64, "lr": pl.Float64} | dict.fromkeys(
-        extra, pl.Float64
-    )
-    return pl.DataFrame(rows, schema=schema)
+    return pl.DataFrame(rows, schema={"step": pl.Int64, "loss": pl.Float64, "lr": pl.Float64})
 
 
 class _Trainable(nn.Module):
@@ -251,7 +254,9 @@ class _Run:
     needs: tuple[str, ...]
     trainable: _Trainable
 
-    def steps(self, cfg: TrainConfig, desc: str, saver: Checkpointer | None) -> TrainState:
+    def steps(
+        self, cfg: TrainConfig, desc: str, saver: Checkpointer | None, log: live.StepSink | None
+    ) -> TrainState:
         """Run the optimiser steps not done yet; the final state (curve rows, pairs seen)."""
         total = cfg.total_steps(len(self.groups))
         optimizer, scheduler = _optimizer(self.trainable, cfg, self.device, total)
@@ -266,16 +271,14 @@ class _Run:
             scheduler.step()
             state.step, state.pairs = step, state.pairs + len(idx)
             state.window.append(value)
-            for term in cast("Sequence[LossTerm]", self.trainable.terms):
-                for key, stat in term.stats().items():
-                    state.extra.setdefault(key, []).append(stat)
             bar.update()
             bar.set_postfix(loss=f"{value:.4f}", lr=f"{lr:.2e}", refresh=False)
             if step % cfg.log_every == 0 or step == total:
                 mean = sum(state.window) / len(state.window)
-                extra = {k: sum(v) / len(v) for k, v in state.extra.items() if v}
-                state.rows.append({"step": step, "loss": mean, "lr": lr, **extra})
-                state.window, state.extra = [], {}
+                state.rows.append({"step": step, "loss": mean, "lr": lr})
+                state.window = []
+                if log:
+                    log(step, {"loss": mean, "lr": lr})
             if saver:
                 saver.step_done(state, self.trainable, optimizer, scheduler)
         bar.close()

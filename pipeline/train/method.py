@@ -28,6 +28,7 @@ from pipeline.train import distributed, weak
 from pipeline.train.adversary import AdversaryTerm
 from pipeline.train.checkpoint import clear_checkpoint
 from pipeline.train.groups import base_names, doc_bias, prepare_groups
+from pipeline.train.live import TrainLog
 from pipeline.train.loop import TrainConfig, train_model
 from pipeline.train.losses import get_record
 from pipeline.train.terms import LossTerm
@@ -95,13 +96,15 @@ def train_method(
     doc_scores: pl.DataFrame,
     out: Path,
     features: Mapping[Key, Tensor] | None = None,
+    train_log: TrainLog | None = None,
     candidates: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
     """Train ``method`` for every seed and fold into ``out``; the mean training curve and,
     for EqualizeIR methods given the test ``candidates``, each seed folder's run of the weak
     learners (fold k's f_B reranks fold k's test candidates).
 
-    ``features``: precomputed frozen-bottom states of the texts (the ``features`` stage)."""
+    ``features``: precomputed frozen-bottom states of the texts (the ``features`` stage).
+    ``train_log``: the method's DVCLive log; each model logs as ``[seed-<n>/]fold-<k>``."""
     features = features or {}
     m = params.methods[method]
     curves, weak_runs = [], {}
@@ -130,6 +133,7 @@ def train_method(
             curve = train_model(
                 ranker, groups, m.loss, m.loss_params(), cfg, terms=terms,
                 checkpoint_dir=ckpt if every else None, checkpoint_every=every,
+                log=train_log.run(f"{sub}/fold-{fold}".lstrip("/")) if train_log else None,
             )  # fmt: skip
             if distributed.is_main():  # under torchrun, rank 0 alone writes the model
                 ranker.save(out / sub / f"fold-{fold}")

@@ -21,7 +21,3 @@ class LossTerm(nn.Module):
         family's, ``Ranker.forward``) and their ``docs`` tensors (each ``[n]``)."""
         raise NotImplementedError
 
-    def stats(self) -> dict[str, float]:
-        """Diagnostics of the last :meth:`forward` (e.g. the adversary's accuracy), logged in
-        the training curve as their mean over each logging window; none by default."""
-        return {}
