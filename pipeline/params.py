@@ -99,6 +99,14 @@ class TrainParams:
     checkpoint_every: int | None = None  # N: resumable checkpoint every N steps
     seeds: list[int] | None = None  # [s1, s2, ..]: train each method once per seed
     length_window: int | None = None  # N: length-bucketed batches within N-batch windows
+    # Which seeds' models stay in models/<method>/ after the stage reranked with them:
+    # "first" (train.seeds[0]'s; the others are reproduced by rerunning with keep_models: all)
+    keep_models: Literal["first", "all"] = "first"
+
+    def kept_runs(self) -> list[tuple[int, str]]:
+        """The ``seed_runs()`` whose models are kept (``keep_models``)."""
+        runs = self.seed_runs()
+        return runs if self.keep_models == "all" else runs[:1]
 
     def seed_runs(self) -> list[tuple[int, str]]:
         """``(seed, subfolder)`` per trained model of a method: ``[(seed, "")]`` without

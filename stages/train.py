@@ -19,7 +19,7 @@ from pipeline.params import get_method
 from pipeline.rerank import write_method_runs
 from pipeline.train import distributed
 from pipeline.train.live import TrainLog
-from pipeline.train.method import train_method
+from pipeline.train.method import drop_unkept_models, train_method
 from stages.common import run_stage, setup, texts, torch_threads
 
 log = logging.getLogger("stages.train")
@@ -53,6 +53,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     transfer = io.read_table("data/transfer/candidates.parquet", schemas.CANDIDATES)
     write_method_runs(ns.params, ns.method, load, candidates, text, features, models=models,
                       transfer=transfer)  # fmt: skip
+    drop_unkept_models(ns.params, models)
 
 
 if __name__ == "__main__":

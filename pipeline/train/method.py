@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -146,6 +147,16 @@ def train_method(
     values = [c for c in curves[0].columns if c not in ("step", "seed", "fold")]
     curve = pl.concat(curves).group_by("step", maintain_order=True).agg(pl.col(values).mean())
     return curve, weak_runs
+
+
+def drop_unkept_models(params: Params, models: Path) -> list[Path]:
+    """Delete the seed folders of ``models`` that ``train.keep_models`` does not keep (after
+    their runs were made with them); the folders deleted."""
+    kept = {sub for _, sub in params.train.kept_runs()}
+    gone = [models / sub for _, sub in params.train.seed_runs() if sub not in kept]
+    for folder in gone:
+        shutil.rmtree(folder, ignore_errors=True)
+    return gone
 
 
 def _fold_rows(candidates: pl.DataFrame, fold: int) -> pl.DataFrame:

@@ -137,7 +137,7 @@ def _head_copy(tiny_repo: Path, dest: Path, dvc: Dvc) -> Path:
 
 def test_seeds_train_each_method_per_seed(tiny_repo: Path, tmp_path: Path, dvc: Dvc) -> None:
     repo = _head_copy(tiny_repo, tmp_path / "r", dvc)
-    out = dvc(repo, "exp", "run", "-S", "train.seeds=[1,2]")
+    out = dvc(repo, "exp", "run", "-S", "train.seeds=[1,2]", "-S", "train.keep_models=all")
     ran = _ran(out.stdout)
     assert "train@baseline" in ran and not {"extract", "score", "candidates"} & ran, out.stdout
     assert "order@baseline" in ran, out.stdout  # a seed draws its own negatives and order
@@ -149,7 +149,7 @@ def test_seeds_train_each_method_per_seed(tiny_repo: Path, tmp_path: Path, dvc: 
     for m in ("baseline", "penalty_irrelevant"):
         seeds = {}
         for seed in (1, 2):
-            assert (repo / f"models/{m}/seed-{seed}/fold-0/model.safetensors").is_file()
+            assert (repo / f"models/{m}/seed-{seed}/fold-0/ranker.json").is_file()
             assert (repo / f"runs/{m}/seed-{seed}/run.trec").is_file()
             seeds[seed] = json.loads((repo / f"eval/{m}/seed-{seed}/metrics.json").read_text())
         metrics = json.loads((repo / f"metrics/{m}.json").read_text())
@@ -158,10 +158,18 @@ def test_seeds_train_each_method_per_seed(tiny_repo: Path, tmp_path: Path, dvc: 
             values = [seeds[1][key], seeds[2][key]]
             assert metrics[key] == pytest.approx(sum(values) / 2)
             assert metrics["std"][key] == pytest.approx(abs(values[0] - values[1]) / 2**0.5)
-    models = [(repo / f"models/baseline/seed-{s}/fold-0/model.safetensors") for s in (1, 2)]
-    assert models[0].read_bytes() != models[1].read_bytes()
+    weights = [b"".join(p.read_bytes() for p in
+                        sorted((repo / f"models/baseline/seed-{s}/fold-0").glob("*.safetensors")))
+               for s in (1, 2)]  # fmt: skip
+    assert weights[0] != weights[1]  # two seeds, two models
     summary = (repo / "metrics/summary.md").read_text()
     assert "±" in summary and "mean ± std over its seeds" in summary, summary
+    # the default keeps only the first seed's models; every seed's runs are still made
+    dvc(repo, "exp", "run", "-S", "train.seeds=[1,2]", "-S", "train.keep_models=first",
+        "train@baseline")  # fmt: skip
+    assert (repo / "models/baseline/seed-1/fold-0/ranker.json").is_file()
+    assert not (repo / "models/baseline/seed-2").exists()
+    assert (repo / "runs/baseline/seed-2/run.parquet").is_file()
 
 
 def test_metrics_diff_between_two_experiments(tiny_repo: Path, tmp_path: Path, dvc: Dvc) -> None:
