@@ -136,9 +136,13 @@ def make_triples(
     """Each corpus doc relevant to a train query × `negatives` corpus docs not relevant to it."""
     rng = np.random.default_rng(seed)
     corpus = np.array(sorted(qrels["doc_id"].unique().to_list()), dtype=object)
+    # only judgements of corpus docs can remove a negative (2.1M qrels at full size)
+    in_corpus = all_qrels.filter(
+        pl.col("doc_id").is_in(pl.Series(corpus.tolist(), dtype=pl.Utf8).implode())
+    )
     rows: list[tuple[str, str, str]] = []
     for qid in sorted(train):
-        judged = all_qrels.filter(pl.col("query_id") == qid)["doc_id"].to_numpy()
+        judged = in_corpus.filter(pl.col("query_id") == qid)["doc_id"].to_numpy()
         pool = corpus[~np.isin(corpus, judged)]
         positives = qrels.filter(pl.col("query_id") == qid)["doc_id"].to_list()
         if pool.size == 0 or negatives == 0:

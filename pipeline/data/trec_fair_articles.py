@@ -30,6 +30,7 @@ from pipeline.progress import progress
 log = logging.getLogger(__name__)
 
 HANDLER_ATTRS = ("_dlc", "_metadata_dlc", "_field_map", "_doc_type")
+HEAD = 128  # bytes of a line searched first for its id
 
 
 def _handler(dataset: Any) -> Any:
@@ -54,9 +55,10 @@ def _id_pattern(key: str) -> re.Pattern[bytes]:
 def _records(path: Path, key: str, wanted: set[str], desc: str) -> Iterator[dict[str, Any]]:
     """The JSON records of the gzipped JSON-lines file `path` whose `key` is in `wanted`.
 
-    A line is parsed only when one of its `"key": <digits>` matches is wanted; in these
-    files a key can only match at the key itself (a `"` inside a JSON string is escaped), so
-    no wanted record is skipped, and the parsed record's own `key` decides."""
+    A line is parsed only when its first `"key": <digits>` is wanted (looked for in the
+    line's first `HEAD` bytes, where the files put it, then in the whole line). The first
+    match is the key itself: a `"` inside a JSON string is escaped, and these records nest
+    no object with such a key before it; the parsed record's own `key` decides."""
     pattern = _id_pattern(key)
     want = {w.encode() for w in wanted}
     size = path.stat().st_size
@@ -65,7 +67,10 @@ def _records(path: Path, key: str, wanted: set[str], desc: str) -> Iterator[dict
         for n, line in enumerate(lines):
             if not n % 65_536:
                 bar.update(raw.tell() - bar.n)
-            if any(m in want for m in pattern.findall(line)):
+            found = pattern.search(line, 0, HEAD)
+            if found is None or found.end() == HEAD:  # not in the head, or cut at its end
+                found = pattern.search(line)
+            if found is not None and found.group(1) in want:
                 record = json.loads(line)
                 if str(record.get(key)) in wanted:
                     yield record

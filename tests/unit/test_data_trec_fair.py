@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import gzip
+import json
+from pathlib import Path
 from typing import Any
 
 import ir_datasets
@@ -20,7 +23,7 @@ from pipeline.data.trec_fair import (
     field_distribution,
     sample_qrels,
 )
-from pipeline.data.trec_fair_articles import read_articles
+from pipeline.data.trec_fair_articles import HEAD, _records, read_articles
 from pipeline.metrics.exposure import intersect
 from tests.conftest import Miniature, NoNetwork
 
@@ -161,3 +164,20 @@ def test_offline_fails_at_once_with_commands_that_fetch_no_docstore(
     corpus = tmp_path / "trec-fair" / "2022" / "trec_corpus_20220301_plain.json.gz"
     assert f"curl -fL --create-dirs -o {corpus} https://data.boisestate.edu/" in message
     assert "trec_corpus_20220301_plain.json.gz 7.68 GB, md5 5466119794" in message
+
+
+def test_the_id_filter_finds_the_key_wherever_it_is(tmp_path: Path) -> None:
+    """Ids after a long field, cut by the head window, or quoted; ids in the text don't count."""
+    lines = [
+        {"id": 1, "plain": 'a quoted \\"id\\": 2 in the text'},
+        {"title": "x" * 200, "id": 3},
+        {"title": "y" * (HEAD - len('{"title": "", "id": 44')), "id": 4444},  # cut at HEAD
+        {"id": "5", "plain": "a string id"},
+        {"id": 2, "plain": "the real 2"},
+    ]
+    path = tmp_path / "c.json.gz"
+    with gzip.open(path, "wt") as f:
+        f.writelines(json.dumps(r) + "\n" for r in lines)
+    assert json.dumps(lines[2]).encode().index(b"4444") < HEAD < len(json.dumps(lines[2]))
+    got = [r["id"] for r in _records(path, "id", {"2", "3", "4444", "5"}, "test")]
+    assert got == [3, 4444, "5", 2]
