@@ -101,7 +101,8 @@ def write_msmarco(home: Path, n_train_queries: int = 40, n_triples: int = 120) -
     Passages: every passage of the shipped BM25 top-200 run of the 215 set (so the shipped
     EDBT 2022 runs, reranked from it, find every text), one planted relevant passage per query
     of the 1,765 set outside the 215 (its query's words first, so BM25 finds it), the
-    triples' passages, a mojibake passage and a non-ASCII one. Dev qrels: each 215 query's
+    triples' passages, a mojibake passage and a non-ASCII one. Training query ids are outside
+    the dev sets, as in MS MARCO. Dev qrels: each 215 query's
     passage at BM25 rank 1 + (i mod 12), each other 1,765 query's planted passage, a
     duplicate line and a query outside both sets.
     """
@@ -121,7 +122,7 @@ def write_msmarco(home: Path, n_train_queries: int = 40, n_triples: int = 120) -
             pid = str(9_000_000 + i)
             passages[pid] = f"{text} {_text(rng, 12)}"
             relevant[qid] = pid
-    train = {str(100_000 + i): f"train question {i} {rng.choice(WORDS)}" for i in range(40)}
+    train = {str(2_000_000 + i): f"train question {i} {rng.choice(WORDS)}" for i in range(40)}
     train = dict(list(train.items())[:n_train_queries])
     train[next(iter(train))] = f"what is a {NON_ASCII.split()[1]}"  # non-ASCII query text
     pool = sorted(passages)
@@ -179,6 +180,7 @@ CATEGORIES = {
     "num_sitelinks_category": ["English only", "2-4 languages", "5-9 languages", "10+ languages"],
 }
 QUALITY = ["Stub", "Start", "C", "B", "GA", "FA"]
+THEMES = ["agriculture", "astronomy", "biography", "cycling", "dinosaurs", "economics"]
 # Articles 1-6: (gender_category, page_subcont_regions) of each kind a field can hold
 SPECIAL = {
     "1": ("Female", ["Western Europe"]),
@@ -264,18 +266,21 @@ def write_trec_fair(home: Path, n_articles: int = 400, n_queries: int = 6) -> Tr
         metadata[d].update(gender_category=gender, page_subcont_regions=regions)
     order = list(metadata)
     rng.shuffle(order)
-    with gzip.open(root / "trec_corpus_20220301_plain.json.gz", "wt", encoding="utf-8") as f:
-        f.writelines(json.dumps(a) + "\n" for a in articles.values())
     with gzip.open(root / "trec_2022_articles_discrete.json.gz", "wt", encoding="utf-8") as f:
         f.writelines(json.dumps(metadata[d]) + "\n" for d in order)
-    ids = [1, 2, 3, 10, 11, 25][:n_queries]
     topics = []
     per = n_articles // (n_queries + 1)
-    for k, qid in enumerate(ids):
+    for k, qid in enumerate([1, 2, 3, 10, 11, 25][:n_queries]):
         rel = list(range(1 + k * per, 1 + (k + 2) * per))  # overlaps the next query's
+        theme = THEMES[k]
+        for d in rel:  # the project's name is in its articles: BM25 finds them
+            articles[str(d)]["plain"] += f" {theme} {theme}"
         topics.append(
-            {"id": qid, "title": f"WikiProject {qid}", "url": f"https://w/{qid}", "rel_docs": rel}
-        )
+            {"id": qid, "title": f"WikiProject {theme.capitalize()}", "url": f"https://w/{qid}",
+             "rel_docs": rel}
+        )  # fmt: skip
+    with gzip.open(root / "trec_corpus_20220301_plain.json.gz", "wt", encoding="utf-8") as f:
+        f.writelines(json.dumps(a) + "\n" for a in articles.values())
     with open(root / "trec_2022_train_reldocs.jsonl", "w", encoding="utf-8") as f:
         f.writelines(json.dumps(t) + "\n" for t in topics)
     return TrecFair(articles, metadata, topics, no_metadata)

@@ -18,9 +18,10 @@ CPU time and peak RSS (``wait4``; killed past ``--max-rss-gib``):
   metadata record into one dict and writes the whole corpus into an lz4 store (deleted
   afterwards: it is as large as the corpus).
 
-Writes ``<work>/results/trec_fair.json`` and ``trec_fair.md`` (the benchmarks/README.md
-table, with peak RSS and wall time projected to full size from the two largest scales below
-it, linear in the scale) and prints the markdown.
+Writes ``<work>/results/trec_fair.json`` (earlier runs' other scales and stages kept, unless
+``--fresh``) and ``trec_fair.md`` (the benchmarks/README.md table, with peak RSS and wall time
+projected to full size from the two largest scales below it, linear in the scale) and prints
+the markdown.
 """
 
 from __future__ import annotations
@@ -166,18 +167,30 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--docs-per-query", type=int, default=100)
     p.add_argument("--max-rss-gib", type=float, default=10.0)
     p.add_argument("--timeout", type=float, default=4 * 3600)
+    p.add_argument("--fresh", action="store_true", help="forget earlier results in --work")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     out = args.work.resolve() / "results"
     out.mkdir(parents=True, exist_ok=True)
-    results = []
+    path = out / "trec_fair.json"
+    kept = json.loads(path.read_text())["results"] if path.is_file() and not args.fresh else []
+    info = {"date": dt.date.today().isoformat(), "machine": machine()}
     for scale in sorted(args.scale):
-        results.append(run_scale(args, scale))
-        info = {"date": dt.date.today().isoformat(), "machine": machine()}
-        (out / "trec_fair.json").write_text(json.dumps({**info, "results": results}, indent=2))
-    text = markdown(results, info)
+        kept = merge(kept, run_scale(args, scale))
+        path.write_text(json.dumps({**info, "results": kept}, indent=2))
+    text = markdown(kept, info)
     (out / "trec_fair.md").write_text(text)
     print(text)
+
+
+def merge(kept: list[dict[str, Any]], new: dict[str, Any]) -> list[dict[str, Any]]:
+    """`kept` with `new`'s stages replacing those of the same scale and name."""
+    old = next((r for r in kept if r["scale"] == new["scale"]), None)
+    if old is not None:
+        names = {s["name"] for s in new["stages"]}
+        new["stages"] = [s for s in old["stages"] if s["name"] not in names] + new["stages"]
+        new = {**old, **new}
+    return sorted([r for r in kept if r["scale"] != new["scale"]] + [new], key=lambda r: r["scale"])
 
 
 if __name__ == "__main__":
