@@ -141,3 +141,23 @@ def test_trec_fair_source_is_read_by_the_real_ir_datasets(tmp_path: Path) -> Non
     assert out["queries"] == 50 and out["qrels"] == meta["qrels"] and out["same"]
     assert out["found"] > 10 and out["with_gender"] >= out["found"] - 2  # 2 lack metadata
     assert 1000 < out["text_bytes"] / out["found"] < 20_000  # a few KB an article
+
+
+@pytest.mark.slow
+def test_trec_fair_rehearsal_runs_extract_and_the_docstore(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """benchmarks/README.md's TREC Fair command at 1/10,000 of the size: both measured
+    processes succeed and the table has their rows."""
+    from benchmarks.rehearsal import trec_fair
+
+    monkeypatch.setenv("IR_DATASETS_HOME", os.environ["IR_DATASETS_HOME"])  # the runner sets it
+    trec_fair.main(["--scale", "0.0001", "--docstore-at", "0.0001", "--work", str(tmp_path)])
+    result = json.loads((tmp_path / "results" / "trec_fair.json").read_text())["results"][0]
+    assert [(s["name"], s["rc"]) for s in result["stages"]] == [
+        ("generate", 0), ("extract", 0), ("docstore", 0)
+    ]  # fmt: skip
+    corpus = pl.read_parquet(tmp_path / "run-trec-fair-0.0001" / "data" / "corpus.parquet")
+    assert corpus.height > 50
+    table = (tmp_path / "results" / "trec_fair.md").read_text()
+    assert "| 0.0001 | 648 |" in table and "| docstore |" in table
