@@ -39,20 +39,16 @@ from pipeline.data.msmarco import (
 )
 from pipeline.retrieval.bm25 import bm25_topk
 from tests.conftest import Miniature, NoNetwork
-from tests.unit.irds_fakes import FakeDataset, FakeStore, loader, pairs, passage, train_queries
+from tests.unit.irds_fakes import FakeDataset, loader, pairs, train_queries
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def fake_msmarco(n_triples: int = 1000) -> dict:
-    """Fake datasets for what the real library cannot reach: a triples stream of any length
-    whose `docpairs_count` is its length (the real one returns the full file's 39,780,811)."""
-    return {
-        TRIPLES_ID: FakeDataset(
-            queries=train_queries(), pairs=pairs(n_triples), pairs_count=n_triples
-        ),
-        COLLECTION_ID: FakeDataset(store=FakeStore(make=passage)),
-    }
+    """A fake triples stream for what the real library cannot reach: any length, with a
+    `docpairs_count` of that length (the real one returns the full file's 39,780,811)."""
+    pairs_of = FakeDataset(queries=train_queries(), pairs=pairs(n_triples), pairs_count=n_triples)
+    return {TRIPLES_ID: pairs_of}
 
 
 def test_extract_through_ir_datasets_writes_schema_valid_files(
