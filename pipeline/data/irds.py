@@ -83,11 +83,11 @@ Need = tuple[str, str]  # (ir_datasets id, entity: docs | queries | qrels | docp
 
 # Needs whose files the project streams itself (`pipeline.data.trec_fair_articles`), because
 # `ir_datasets export … docs` would first build ir_datasets' docstore (for TREC Fair 2022: all
-# 6.46M metadata records in one dict, 17–20 GiB). They are fetched by URL into the cache paths
-# ir_datasets reads: (collection folder, keys of ir_datasets' etc/downloads.json).
+# 6.46M metadata records in one dict, a projected 24 GiB: benchmarks/README.md). They are
+# fetched by URL into the cache paths ir_datasets reads: (collection folder, keys of
+# ir_datasets' etc/downloads.json).
 FILE_NEEDS: dict[Need, tuple[str, tuple[str, ...]]] = {
     ("trec-fair/2022/train", "docs"): ("trec-fair", ("2022/docs", "2022/metadata")),
-    ("trec-fair/2022", "docs"): ("trec-fair", ("2022/docs", "2022/metadata")),
 }
 
 

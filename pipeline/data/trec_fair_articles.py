@@ -2,10 +2,12 @@
 
 ir_datasets 0.6.3 serves `trec-fair/2022` documents (`JsonlDocs`) only through a docstore that
 it builds on first use: it loads all 6,460,238 records of `trec_2022_articles_discrete.json.gz`
-into one dict (about 3 KB each in memory, an estimated 17–20 GiB), then writes every article of
-`trec_corpus_20220301_plain.json.gz` into an lz4 store. The extract stage needs a few thousand
-articles (`dataset.docs_per_query` per query), so `read_articles` streams both files once
-and keeps only the wanted ids: memory is bounded by the wanted records.
+into one dict (≈ 3.9 KB each in memory, a projected 24 GiB), then writes every article of
+`trec_corpus_20220301_plain.json.gz` into an lz4 store (another copy of the corpus on disk).
+The extract stage needs a few thousand articles (`dataset.docs_per_query` per query), so
+`read_articles` streams both files once and keeps only the wanted ids: memory is bounded by
+the wanted records (the whole extract: 1.1 GiB and 11 min at full size on the rehearsal's
+synthetic corpus, benchmarks/README.md, "TREC Fair 2022 rehearsal").
 
 The files are ir_datasets' own (its `Download` objects: a missing file is downloaded and
 md5-checked by ir_datasets, a present one is read as it is) and each article is built exactly
