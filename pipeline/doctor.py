@@ -73,12 +73,14 @@ class Finding:
 
 def dvc_processes(root: Path) -> list[str]:
     """``pid: command`` of each ``dvc`` command or stage (``-m stages.…``) whose working
-    directory is inside ``root`` (a queued experiment runs in ``.dvc/tmp/exps/``)."""
+    directory is inside ``root`` (a queued experiment runs in ``.dvc/tmp/exps/``). DVC's
+    detached helpers (``dvc daemon`` for its update check and analytics, and the forked copy
+    of a command that waits for one) never touch the repository and are left out."""
     mine = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
     found = []
     for proc in psutil.process_iter(["pid", "cmdline", "cwd"]):
         cmd, cwd = proc.info["cmdline"] or [], proc.info["cwd"]
-        if proc.info["pid"] in mine or not cwd or not _is_dvc(cmd):
+        if proc.info["pid"] in mine or not cwd or not _is_dvc(cmd) or _is_daemon(proc, cmd):
             continue
         if Path(cwd).resolve().is_relative_to(root):
             found.append(f"{proc.info['pid']}: {' '.join(cmd)[:160]}")
@@ -90,6 +92,16 @@ def _is_dvc(cmd: Sequence[str]) -> bool:
     return any(Path(a).name == "dvc" for a in cmd[:2]) or any(
         m == "dvc" or m.startswith("stages.") for m in modules
     )
+
+
+def _is_daemon(proc: psutil.Process, cmd: Sequence[str]) -> bool:
+    if "daemon" in cmd:
+        return True
+    try:  # the forked copy waiting for it: every child a daemon (processes come and go)
+        children = proc.children()
+        return bool(children) and all("daemon" in (c.cmdline() or []) for c in children)
+    except psutil.Error:
+        return False
 
 
 # -- 2. rwlock ------------------------------------------------------------------------------
@@ -128,18 +140,32 @@ def rwlock_findings(root: Path) -> list[Finding]:
 
 
 def lockfile_findings(root: Path) -> list[Finding]:
-    """An empty or cut ``dvc.lock`` and how it is rebuilt (module docstring, item 3)."""
+    """An empty or cut ``dvc.lock`` and how it is rebuilt (module docstring, item 3).
+
+    A cut file is often still valid YAML that DVC reads without a word, treating every entry
+    the cut lost as a stage never run. So a file is taken as cut when it does not end in a
+    newline, is not DVC's format, its last entry lacks a dependency or output that its stage
+    declares, or it lacks the entry of a stage that ``dvc.yaml`` defines and the committed
+    ``dvc.lock`` has (DVC never drops those by itself)."""
     path = root / "dvc.lock"
     if not path.is_file():
         return []
     text = path.read_text(encoding="utf-8", errors="replace")
-    if text.endswith("\n") and _valid_lock(text) is not None:
-        return []
-    kept = _complete_entries(text)
+    data = _valid_lock(text) if text.endswith("\n") else None
     committed = _committed_entries(root)
-    lost = [name for name in committed if name not in kept]
+    if data is None:
+        kept = _complete_entries(text)
+    else:
+        kept = dict(data.get("stages") or {})
+        last = list(kept)[-1:]
+        if last and not _declared_in(root, last[0], kept[last[0]]):
+            del kept[last[0]]
+    declared = _stage_paths(root, [n for n in committed if n not in kept])
+    lost = [n for n in committed if n not in kept and n in declared]
+    if data is not None and len(kept) == len(data.get("stages") or {}) and not lost:
+        return []
     stages = {**kept, **{name: committed[name] for name in lost}}
-    state = "empty" if not text.strip() else f"cut or malformed ({len(text)} bytes)"
+    state = "empty" if not text.strip() else f"cut ({len(text)} bytes)"
     repair = f"keep its {len(kept)} complete entries"
     if lost:
         repair += f", take {len(lost)} lost ones from the committed dvc.lock (git HEAD)"
@@ -148,28 +174,71 @@ def lockfile_findings(root: Path) -> list[Finding]:
         if stages
         else "; no entry is left, so remove it (DVC reruns or restores every stage)"
     )
+    fails = "every dvc command fails" if data is None else "DVC would rerun every stage it lost"
     return [
         Finding(
-            f"dvc.lock is {state}: DVC was killed while writing it, and dvc commands now fail "
-            "with \"'./dvc.lock' validation failed\"",
+            f"dvc.lock is {state}: DVC was killed while rewriting it, and {fails}",
             repair,
-            lambda: _write_lock(path, stages),
+            functools.partial(_write_lock, path, stages),
         )
     ]
+
+
+Declared = tuple[set[str], set[str], dict[str, set[str]]]
+
+
+def _stage_paths(root: Path, names: list[str]) -> dict[str, Declared]:
+    """``dvc.yaml``'s declared ``(dependency paths, output paths, params keys per file)`` of
+    each stage of ``names`` that it defines. Read from ``dvc.yaml`` alone: DVC's usual stage
+    loading reads ``dvc.lock`` too, and fails on a cut one."""
+    if not names or not (root / "dvc.yaml").is_file():
+        return {}
+    from dvc.dependency.param import ParamsDependency
+    from dvc.dvcfile import ProjectFile
+    from dvc.repo import Repo
+    from dvc.stage.loader import StageLoader
+
+    with Repo(str(root)) as repo:
+        dvcfile = ProjectFile(repo, str(root / "dvc.yaml"))
+        loader = StageLoader(dvcfile, dvcfile.contents, {})
+        out = {}
+        for name in (n for n in names if n in loader):
+            stage = loader[name]
+            params = {d.def_path: set(d.params or ()) for d in stage.deps
+                      if isinstance(d, ParamsDependency)}  # fmt: skip
+            deps = {d.def_path for d in stage.deps if not isinstance(d, ParamsDependency)}
+            out[name] = (deps, {o.def_path for o in stage.outs}, params)
+    return out
+
+
+def _declared_in(root: Path, name: str, entry: dict[str, Any]) -> bool:
+    """Whether a lock entry has every dependency, output and parameter its stage declares,
+    each with its hash (a cut entry lacks the tail of its lists or of their last item)."""
+    declared = _stage_paths(root, [name]).get(name)
+    if declared is None:
+        return True  # no longer in dvc.yaml: not ours to judge
+    items = [*entry.get("deps", []), *entry.get("outs", [])]
+    if "cmd" not in entry or not all(i.get(i.get("hash", "md5")) for i in items):
+        return False
+    params = entry.get("params") or {}
+    return (
+        declared[0] <= {d["path"] for d in entry.get("deps", [])}
+        and declared[1] <= {o["path"] for o in entry.get("outs", [])}
+        and all(keys <= set(params.get(f) or {}) for f, keys in declared[2].items())
+    )
 
 
 def _valid_lock(text: str) -> dict[str, Any] | None:
     """The parsed lock file when it is valid YAML in DVC's lock file format, else None."""
     from dvc.schema import COMPILED_LOCKFILE_SCHEMA
     from dvc.utils.serialize import loads_yaml
-    from voluptuous import Invalid
 
     try:
         data = loads_yaml(text)
         COMPILED_LOCKFILE_SCHEMA(data)
     except Exception:  # ruamel's parser errors share no base class with voluptuous' Invalid
         return None
-    return data if isinstance(data, dict) and not isinstance(data, Invalid) else None
+    return data if isinstance(data, dict) else None
 
 
 def _blocks(text: str) -> Iterator[tuple[str, str]]:
@@ -284,8 +353,8 @@ def _train_status(root: Path, methods: list[str]) -> dict[str, str]:
     out = {}
     with Repo(str(root)) as repo:
         for m in methods:
-            try:
-                (stage,) = repo.stage.collect(f"train@{m}")
+            try:  # the full path: a bare name would be looked up in the working directory
+                (stage,) = repo.stage.collect(f"{root / 'dvc.yaml'}:train@{m}")
             except DvcException:
                 out[m] = f"no stage train@{m} in dvc.yaml: the method was removed"
                 continue

@@ -5,7 +5,10 @@ once ``<module>`` is imported, its ``<attribute>`` (dotted, e.g. ``Ranker.save``
 so that its ``n``-th call (default 1) does ``<fault>`` instead:
 
 - ``kill``: SIGKILL this process (a kill at a known point, e.g. after the last checkpoint
-  and before the model is saved);
+  and before the model is saved, or after DVC opened a file for writing, which empties it);
+- ``cut``: for a dumper called as ``f(data, stream)`` (``json.dump``, DVC's YAML ``_dump``):
+  write the first half of what it would write to ``stream``, then SIGKILL this process, as
+  a kill in the middle of DVC rewriting ``.dvc/tmp/rwlock`` or ``dvc.lock`` does;
 - ``enospc``: raise ``OSError(ENOSPC)`` after writing half of a kilobyte to the first
   path-like argument, as a full disk does;
 - ``safetensors``: raise safetensors' own ``SafetensorError`` for a full disk (the message
@@ -47,6 +50,18 @@ def _fault(kind: str, args: tuple[Any, ...]) -> None:
     raise ValueError(f"PIPELINE_FAULT: unknown fault {kind!r}")
 
 
+def _cut(original: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    import io
+
+    data, stream = args[0], args[1]
+    buffer = io.StringIO()
+    original(data, buffer, *args[2:], **kwargs)
+    text = buffer.getvalue()
+    stream.write(text[: len(text) // 2])
+    stream.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def _wrap(module: Any, attribute: str, kind: str, nth: int) -> None:
     *owners, name = attribute.split(".")
     owner = module
@@ -58,6 +73,8 @@ def _wrap(module: Any, attribute: str, kind: str, nth: int) -> None:
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         calls[0] += 1
+        if calls[0] == nth and kind == "cut":
+            _cut(original, args, kwargs)
         if calls[0] == nth:
             _fault(kind, args)
         return original(*args, **kwargs)
