@@ -146,3 +146,29 @@ def test_sigkill_anywhere_then_rerun_is_byte_identical(campaign_repo: Path) -> N
     assert "up to date" in status, status
     log.warning("%d kills, %d reruns in %.0f s; doctor said: %s", kills, reruns,
                 time.monotonic() - started, sorted({n.splitlines()[0] for n in notes}))  # fmt: skip
+
+
+def test_checkpoint_left_when_dvc_restores_the_stage_is_removed(
+    campaign_repo: Path, tmp_path: Path
+) -> None:
+    """Killed after fold 0's last checkpoint, then completed by DVC from its run-cache
+    (our code never runs): the checkpoint is stale. The doctor says so, and the next train
+    stage of any method deletes it."""
+    repo = tmp_path / "restored"
+    shutil.copytree(campaign_repo, repo, symlinks=True)
+    reference = _digests(repo)
+    assert _start(repo, "pipeline.models.base:Ranker.save:kill:1").wait(timeout=900) != 0
+    stale = repo / "checkpoints/baseline/fold-0/checkpoint.pt"
+    assert stale.is_file()
+    restored = run([sys.executable, "-m", "dvc", "repro", "-s", "train@baseline"], repo).stdout
+    assert "Stage 'train@baseline' is cached - skipping run" in restored, restored
+    assert _digests(repo) == reference and stale.is_file()  # DVC ran none of our code
+    report = run([sys.executable, "-m", "pipeline.doctor"], repo, check=False)
+    assert report.returncode == 1
+    assert "FOUND  checkpoints/baseline: stale checkpoints (train@baseline is up to date" in (
+        report.stdout
+    )
+    run([sys.executable, "-m", "dvc", "repro", "--force", "-s", "train@penalty_irrelevant"], repo)
+    assert not (repo / "checkpoints").exists()  # swept when train@penalty_irrelevant started
+    baseline = {k: v for k, v in _digests(repo).items() if k != "dvc.lock"}
+    assert baseline == {k: v for k, v in reference.items() if k != "dvc.lock"}
