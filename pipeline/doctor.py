@@ -151,7 +151,8 @@ def lockfile_findings(root: Path) -> list[Finding]:
     if not path.is_file():
         return []
     text = path.read_text(encoding="utf-8", errors="replace")
-    data = _valid_lock(text) if text.endswith("\n") else None
+    parsed = _valid_lock(text)
+    data = parsed if text.endswith("\n") else None
     committed = _committed_entries(root)
     if data is None:
         kept = _complete_entries(text)
@@ -174,7 +175,11 @@ def lockfile_findings(root: Path) -> list[Finding]:
         if stages
         else "; no entry is left, so remove it (DVC reruns or restores every stage)"
     )
-    fails = "every dvc command fails" if data is None else "DVC would rerun every stage it lost"
+    fails = (
+        "every dvc command fails on it"
+        if parsed is None
+        else "DVC reads it without a word and would rerun every stage whose entry it lost"
+    )
     return [
         Finding(
             f"dvc.lock is {state}: DVC was killed while rewriting it, and {fails}",

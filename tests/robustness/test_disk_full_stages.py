@@ -7,7 +7,6 @@ each writer in-process.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -16,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.robustness.faulty import env
+
 pytestmark = pytest.mark.slow
 
-FAULTS = Path(__file__).resolve().parent / "faults"
 CASES = {  # stage → (its command, fault, the file named, outputs that must stay as they were)
     "score": (("stages.score",), "pyarrow.parquet:write_table:enospc",
               "data/doc_scores.parquet", ("data",)),
@@ -47,10 +47,7 @@ def full_repo(tiny_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
 def test_enospc_in_a_stage_is_one_line_and_leaves_its_outputs(full_repo: Path, stage: str) -> None:
     command, fault, named, kept = CASES[stage]
     before = _files(full_repo, kept)
-    path = os.pathsep.join([str(FAULTS), os.environ.get("PYTHONPATH", "")])
-    env = dict(os.environ, PIPELINE_FAULT=fault, PYTHONPATH=path, HF_HUB_OFFLINE="1",
-               TRANSFORMERS_OFFLINE="1")  # fmt: skip
-    proc = subprocess.run([sys.executable, "-m", *command], cwd=full_repo, env=env,
+    proc = subprocess.run([sys.executable, "-m", *command], cwd=full_repo, env=env(fault),
                           capture_output=True, text=True, timeout=900)  # fmt: skip
     errors = [line for line in proc.stderr.splitlines() if " ERROR " in line]
     assert proc.returncode == 1, proc.stderr[-3000:]

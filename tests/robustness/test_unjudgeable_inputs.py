@@ -23,8 +23,6 @@ import json
 import logging
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,7 +32,7 @@ import pytest
 from pipeline.evaluate_run import main
 from pipeline.metrics.awrf import awrf
 from pipeline.metrics.inputs import EvalInputs
-from tests.stages.conftest import run
+from tests.robustness.test_bad_inputs import _stage
 
 DOCS = {f"d{i}": ("she is a nurse", "he is a pilot", "the weather is mild")[i % 3]
         for i in range(6)}  # fmt: skip
@@ -177,14 +175,6 @@ def corpus(stage_repo: Path, tmp_path: Path) -> Iterator[Path]:
     shutil.copy(tmp_path / "corpus.parquet", path)
 
 
-def _stage_fails(repo: Path, *args: str) -> str:
-    proc: subprocess.CompletedProcess[str] = run([sys.executable, "-m", *args], repo, check=False)
-    errors = [line for line in proc.stderr.splitlines() if " ERROR " in line]
-    assert proc.returncode == 1, proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr and len(errors) == 1, proc.stderr[-2000:]
-    return errors[0]
-
-
 def _unchanged(repo: Path, *names: str) -> dict[str, bytes]:
     return {n: (repo / n).read_bytes() for n in names}
 
@@ -215,7 +205,7 @@ def test_stage_refuses_a_corpus_it_cannot_read(
     assert callable(breaker)
     breaker(pl.read_parquet(corpus)).write_parquet(corpus)
     before = _unchanged(stage_repo, output)
-    line = _stage_fails(stage_repo, *stage)
+    line = _stage(stage_repo, *stage)
     assert re.search(message, line), line
     assert _unchanged(stage_repo, output) == before
     assert not list((stage_repo / output).parent.glob(".*.tmp"))
