@@ -178,11 +178,11 @@ def lockfile_findings(root: Path) -> list[Finding]:
     fails = (
         "every dvc command fails on it"
         if parsed is None
-        else "DVC reads it without a word and would rerun every stage whose entry it lost"
+        else "it still parses, so DVC would silently rerun every stage whose entry it lost"
     )
     return [
         Finding(
-            f"dvc.lock is {state}: DVC was killed while rewriting it, and {fails}",
+            f"dvc.lock is {state}: DVC was killed while rewriting it; {fails}",
             repair,
             functools.partial(_write_lock, path, stages),
         )
