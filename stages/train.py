@@ -12,12 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline import io, schemas
+from pipeline.doctor import sweep_checkpoints
 from pipeline.models.base import Ranker
 from pipeline.models.features import load_features
 from pipeline.models.registry import load_ranker
 from pipeline.params import get_method
 from pipeline.rerank import write_method_runs
 from pipeline.train import distributed
+from pipeline.train.checkpoint import clear_method_checkpoints
 from pipeline.train.live import TrainLog
 from pipeline.train.method import train_method
 from stages.common import run_stage, setup, texts, torch_threads
@@ -28,6 +30,8 @@ log = logging.getLogger("stages.train")
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv, method=True)
     get_method(ns.params, ns.method)
+    if distributed.is_main():  # other methods' checkpoints whose stage DVC restored: stale
+        sweep_checkpoints(keep=ns.method)
     torch_threads(ns.params)
     ordered = io.read_table(f"data/order/{ns.method}.parquet", schemas.ORDERED_TRIPLES)
     doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
@@ -48,6 +52,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     candidates = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
     write_method_runs(ns.params, ns.method, load, candidates, text, features, models=models)
+    clear_method_checkpoints(ns.method)  # every output is written: nothing left to resume
 
 
 if __name__ == "__main__":
