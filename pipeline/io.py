@@ -11,6 +11,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -21,6 +22,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.errors import is_disk_full
 from pipeline.schemas import RUN, Schema, SchemaError, validate
 
 
@@ -28,25 +30,69 @@ class ArtifactError(ValueError):
     """An input file is missing, unreadable or malformed."""
 
 
-@contextlib.contextmanager
-def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
-    """Yield a temporary path next to `path`; rename it onto `path` only on success."""
+class DiskFullError(RuntimeError):
+    """A write ran out of disk space (ENOSPC); the destination was left as it was."""
+
+
+def size_text(n: int) -> str:
+    """`n` bytes for people: `1.5 GiB`, `12.0 KiB`, `80 B`."""
+    value, unit = float(n), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            break
+        value /= 1024
+    return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+
+
+def disk_full(path: str | Path, needed: int | None, written: int = 0) -> DiskFullError:
+    """The one-line error for a write of `path` that ran out of space: the file, the space it
+    needs (`needed` bytes, an estimate; else more than the `written` bytes that fitted), the
+    space left, and the fix."""
     dest = Path(path)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix + ".tmp", dir=dest.parent)
+    folder = next((p for p in (dest.parent, *dest.parents) if p.exists()), Path("."))
+    free = shutil.disk_usage(folder).free
+    need = f"about {size_text(needed)}" if needed else f"more than {size_text(written)}"
+    return DiskFullError(
+        f"{dest}: no space left on device while writing it (it needs {need}, "
+        f"{size_text(free)} free in {folder}); nothing was written and the previous version, "
+        "if any, is intact. Free space there (or move the DVC cache: `dvc cache dir`) and "
+        "rerun `dvc repro`."
+    )
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path, suffix: str = "", needed: int | None = None) -> Iterator[Path]:
+    """Yield a temporary path next to `path`; rename it onto `path` only on success.
+
+    A write that runs out of space (ENOSPC, from any library) becomes one `DiskFullError`
+    naming `path` and the space it needs (`needed` bytes, when the caller knows it)."""
+    dest = Path(path)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix + ".tmp", dir=dest.parent)
+    except OSError as e:
+        if is_disk_full(e):
+            raise disk_full(dest, needed) from e
+        raise
     os.close(fd)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
         os.replace(tmp_path, dest)
+    except Exception as e:
+        if not is_disk_full(e):
+            raise
+        written = tmp_path.stat().st_size if tmp_path.exists() else 0
+        raise disk_full(dest, needed, written) from e
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
 
 
 def write_text(text: str, path: str | Path) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    data = text.encode("utf-8")
+    with atomic_path(path, needed=len(data)) as tmp:
+        tmp.write_bytes(data)
 
 
 def write_json(obj: Any, path: str | Path) -> None:
@@ -88,7 +134,7 @@ def write_table(df: pl.DataFrame | pa.Table, path: str | Path, schema: Schema) -
     """Validate against `schema` and write Parquet atomically."""
     table = df.to_arrow() if isinstance(df, pl.DataFrame) else df
     table = validate(table, schema, str(path))
-    with atomic_path(path, ".parquet") as tmp:
+    with atomic_path(path, ".parquet", needed=table.nbytes) as tmp:
         pq.write_table(table, tmp, compression="zstd")
 
 

@@ -2,8 +2,8 @@
 ordered triples and loss → `models/<method>/[seed-<n>/]fold-<k>/` (pipeline.train.method),
 its DVCLive training log → `dvclive/<method>/` (pipeline.train.live),
 then each saved fold model reranks its fold's BM25 candidates → `runs/<method>/[seed-<n>/]`
-`run.parquet` + `run.trec` (pipeline.rerank). One process for both: the default run has 22
-methods, and a separate rerank process per method cost ~10 s of start-up each."""
+`run.parquet` + `run.trec`, and every seed's first fold model the held-out collection
+(pipeline.rerank). One process for both: a rerank process per method cost ~10 s each."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline import io, schemas
-from pipeline.models.base import Ranker
+from pipeline.doctor import sweep_checkpoints
 from pipeline.models.features import load_features
 from pipeline.models.registry import load_ranker
 from pipeline.params import get_method
 from pipeline.rerank import write_method_runs
 from pipeline.train import distributed
+from pipeline.train.checkpoint import clear_method_checkpoints
 from pipeline.train.live import TrainLog
 from pipeline.train.method import drop_unkept_models, train_method
 from stages.common import run_stage, setup, texts, torch_threads
@@ -28,13 +29,15 @@ log = logging.getLogger("stages.train")
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv, method=True)
     get_method(ns.params, ns.method)
+    main_rank = distributed.is_main()  # under torchrun, rank 0 alone writes the outputs
+    if main_rank:  # other methods' checkpoints whose stage DVC restored: stale
+        sweep_checkpoints(keep=ns.method)
     torch_threads(ns.params)
     ordered = io.read_table(f"data/order/{ns.method}.parquet", schemas.ORDERED_TRIPLES)
     doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
     features, text = load_features("data/features.safetensors"), texts()
     models = Path("models", ns.method)
     candidates = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
-    main_rank = distributed.is_main()  # under torchrun, rank 0 alone writes the outputs
     live = TrainLog(Path("dvclive", ns.method)) if main_rank else None
     curve, weak_runs = train_method(ns.params, ns.method, ordered, text, doc_scores, models,
                                     features, live, candidates)  # fmt: skip
@@ -43,17 +46,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     live.close()
     for sub, run in weak_runs.items():  # EqualizeIR: the weak learners' own run
         io.write_table(run, f"runs/{ns.method}/{sub}/weak.parquet", schemas.RUN)
-    log.info(
-        "train@%s: %d logged steps, final loss %.4f", ns.method, curve.height, curve["loss"][-1]
-    )
-
-    def load(seed: int, sub: str, fold: int) -> Ranker:  # the saved model, as users get it
-        return load_ranker(models / sub / f"fold-{fold}")
-
+    log.info("train@%s: %d logged steps, final loss %.4f", ns.method, curve.height,
+             curve["loss"][-1])  # fmt: skip
     transfer = io.read_table("data/transfer/candidates.parquet", schemas.CANDIDATES)
-    write_method_runs(ns.params, ns.method, load, candidates, text, features, models=models,
-                      transfer=transfer)  # fmt: skip
+    write_method_runs(  # each seed's runs by its saved models, reloaded as users get them
+        ns.params, ns.method, lambda seed, sub, fold: load_ranker(models / sub / f"fold-{fold}"),
+        candidates, text, features, models=models, transfer=transfer,
+    )  # fmt: skip
     drop_unkept_models(ns.params, models)
+    clear_method_checkpoints(ns.method)  # every output is written: nothing left to resume
 
 
 if __name__ == "__main__":

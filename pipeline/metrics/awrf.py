@@ -109,6 +109,12 @@ def _target(ctx: EvalInputs, base: pl.DataFrame, doc_groups: pl.DataFrame) -> pl
     groups = (
         doc_groups.group_by("group", maintain_order=True).agg(pl.len().alias("_n")).sort("group")
     )
+    if not groups.height:
+        raise ValueError(
+            "awrf: doc_groups holds no labelled document, so there is no group to compare; "
+            "label documents F, M or N in the corpus's `group` column, or leave doc_groups "
+            "None to skip AWRF"
+        )
     grid = base.join(groups, how="cross")
     if ctx.awrf_target == "uniform":
         return grid.select(

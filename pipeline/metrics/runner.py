@@ -18,13 +18,13 @@ import polars as pl
 from pipeline import io, schemas
 from pipeline.metrics import METRICS, EvalInputs
 from pipeline.metrics.exposure import awrf_alignments, expected_exposure, intersect
+from pipeline.metrics.inputs import labelled_groups
 from pipeline.metrics.suite import aggregate as aggregate_metrics
 from pipeline.metrics.suite import evaluate
 from pipeline.metrics.trec_fair2022 import trec_fair_metrics
 from pipeline.params import EvaluateParams
 from pipeline.stats import mean_std
 
-AWRF_GROUPS = ("F", "M", "N")
 ALIGNED_FAMILIES = ("awrf", "exposure")  # replaced by their alignment-aware versions
 TREC_FAIR = "trec-fair-2022"  # SPEC §4.6 "TREC Fair 2022 mode": the track's metrics too
 
@@ -50,7 +50,7 @@ def read_shared(data: str | Path = "data") -> Shared:
     if "group" in io.parquet_columns(d / "corpus.parquet"):
         corpus = io.read_table(str(d / "corpus.parquet"), schemas.CORPUS)
         # Documents labelled `both` have no single F/M/N alignment and are dropped from AWRF.
-        groups = corpus.select("doc_id", "group").filter(pl.col("group").is_in(AWRF_GROUPS))
+        groups = labelled_groups(corpus, str(d / "corpus.parquet"))
     return Shared(
         qrels=io.read_table(str(d / "qrels.parquet"), schemas.QRELS),
         doc_scores=io.read_table(str(d / "doc_scores.parquet"), schemas.DOC_SCORES),
@@ -71,7 +71,7 @@ def read_transfer(data: str | Path = "data/transfer") -> Shared:
         qrels=io.read_table(str(d / "qrels.parquet"), schemas.QRELS),
         doc_scores=io.read_table(str(d / "doc_scores.parquet"), schemas.DOC_SCORES),
         candidates=io.read_table(str(d / "candidates.parquet"), schemas.CANDIDATES),
-        groups=corpus.select("doc_id", "group").filter(pl.col("group").is_in(AWRF_GROUPS)),
+        groups=labelled_groups(corpus, str(d / "corpus.parquet")),
         alignments=pl.DataFrame(schema=dict.fromkeys(("doc_id", "dimension", "group"), pl.Utf8)
                                 | {"weight": pl.Float64}),
         complexity=None,

@@ -27,7 +27,7 @@ from pipeline.params import MethodParams, Params
 from pipeline.rerank import rerank
 from pipeline.train import distributed, weak
 from pipeline.train.adversary import AdversaryTerm
-from pipeline.train.checkpoint import clear_checkpoint
+from pipeline.train.checkpoint import CHECKPOINT_ROOT, clear_checkpoint
 from pipeline.train.groups import base_names, doc_bias, prepare_groups
 from pipeline.train.live import TrainLog
 from pipeline.train.loop import TrainConfig, train_model
@@ -130,7 +130,7 @@ def train_method(
             cfg = train_config(params, seed)
             groups = prepare_groups(triples, cfg.group_size, bias, pairs)
             every = params.train.checkpoint_every
-            ckpt = Path("checkpoints", method, sub, f"fold-{fold}")  # outside the outs: kept
+            ckpt = Path(CHECKPOINT_ROOT, method, sub, f"fold-{fold}")  # outside the outs: kept
             curve = train_model(
                 ranker, groups, m.loss, m.loss_params(), cfg, terms=terms,
                 checkpoint_dir=ckpt if every else None, checkpoint_every=every,
