@@ -18,9 +18,8 @@ from pipeline.models.registry import load_ranker
 from pipeline.params import get_method
 from pipeline.rerank import write_method_runs
 from pipeline.train import distributed
-from pipeline.train.checkpoint import clear_method_checkpoints
 from pipeline.train.live import TrainLog
-from pipeline.train.method import drop_unkept_models, train_method
+from pipeline.train.method import finish_method, train_method
 from stages.common import run_stage, setup, texts, torch_threads
 
 log = logging.getLogger("stages.train")
@@ -53,8 +52,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         ns.params, ns.method, lambda seed, sub, fold: load_ranker(models / sub / f"fold-{fold}"),
         candidates, text, features, models=models, transfer=transfer,
     )  # fmt: skip
-    drop_unkept_models(ns.params, models)
-    clear_method_checkpoints(ns.method)  # every output is written: nothing left to resume
+    finish_method(ns.params, ns.method, models)  # unkept seeds' models, its checkpoints
 
 
 if __name__ == "__main__":

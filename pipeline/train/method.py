@@ -149,13 +149,15 @@ def train_method(
     return curve, weak_runs
 
 
-def drop_unkept_models(params: Params, models: Path) -> list[Path]:
-    """Delete the seed folders of ``models`` that ``train.keep_models`` does not keep (after
-    their runs were made with them); the folders deleted."""
+def finish_method(params: Params, method: str, models: Path) -> list[Path]:
+    """Once every output of ``train@<method>`` is written: delete the seed folders of
+    ``models`` that ``train.keep_models`` does not keep (their runs were made with them)
+    and the method's checkpoints (nothing is left to resume); the folders deleted."""
     kept = {sub for _, sub in params.train.kept_runs()}
     gone = [models / sub for _, sub in params.train.seed_runs() if sub not in kept]
     for folder in gone:
         shutil.rmtree(folder, ignore_errors=True)
+    clear_method_checkpoints(method)
     return gone
 
 
