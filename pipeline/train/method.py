@@ -27,7 +27,7 @@ from pipeline.params import MethodParams, Params
 from pipeline.rerank import rerank
 from pipeline.train import distributed, weak
 from pipeline.train.adversary import AdversaryTerm
-from pipeline.train.checkpoint import CHECKPOINT_ROOT, clear_checkpoint
+from pipeline.train.checkpoint import CHECKPOINT_ROOT, clear_checkpoint, clear_method_checkpoints
 from pipeline.train.groups import base_names, doc_bias, prepare_groups
 from pipeline.train.live import TrainLog
 from pipeline.train.loop import TrainConfig, train_model
