@@ -224,9 +224,10 @@ def make_triples(
     Each relevant document (3 gender versions) is paired with each of the query's
     non-relevant documents (`source = same_query`) and with every document of the query's
     BM25 top-`bm25_pool` among *other training* queries' documents (`source = bm25`), of
-    which training keeps `draw = bm25_negatives` per positive, drawn with the run's seed by
-    the order stage (`pipeline.ordering.draw_negatives`), so each seed trains on its own
-    sampled negatives; test documents never appear in training.
+    which training keeps `draw = bm25_negatives` per query, the same for its F/M/N
+    positives, drawn with the run's seed by the order stage
+    (`pipeline.ordering.draw_negatives`), so each seed trains on its own sampled negatives;
+    test documents never appear in training.
     """
     qrels = data.qrels.filter(pl.col("query_id").is_in(train_ids))
     rel = qrels.filter(pl.col("relevance") > 0)

@@ -21,25 +21,30 @@ DRAW_STREAM = 7  # the negatives' draw uses its own stream of the run's seed
 
 def draw_negatives(triples: pl.DataFrame, seed: Seed) -> pl.DataFrame:
     """The triples a run trains on: fixed triples (``draw`` null or absent) as they are, and
-    of each group of options of a sampled negative (same query, positive and source), ``draw``
-    options drawn uniformly without replacement with ``seed`` (issue 21: the seed varies the
-    sampled negatives as well as the order). Output without ``draw``, in the input's order."""
+    of the options of a sampled negative, ``draw`` negatives per query (and source) drawn
+    uniformly without replacement with ``seed`` and kept for every positive of the query
+    (issue 21: the seed varies the sampled negatives as well as the order). Sharing them
+    keeps a query's F/M/N positives against the same negatives, so the versions differ only
+    in gender, and a batch of one query encodes 2 sampled texts instead of up to 6. Output
+    without ``draw``, in the input's order."""
     if DRAW not in triples.columns:
         return triples
     options = triples.filter(pl.col(DRAW).is_not_null())
     if options.height == 0:
         return triples.drop(DRAW)
-    key = pl.struct("query_id", "pos_doc_id", pl.col("source") if "source" in triples.columns
-                    else pl.lit(""))  # fmt: skip
-    noise = rng(seed, DRAW_STREAM).random(triples.height)
-    rank = pl.col("_u").rank("ordinal").over(key)
-    kept = (
-        triples.with_row_index("_i")
-        .with_columns(pl.Series("_u", noise))
-        .filter(pl.col(DRAW).is_null() | (rank <= pl.col(DRAW)))
-        .sort("_i")
-    )
-    return kept.drop("_i", "_u", DRAW)
+    by = ["query_id", *(["source"] if "source" in triples.columns else [])]
+    unique = options.select(*by, "neg_doc_id", DRAW).unique().sort(*by, "neg_doc_id")
+    noise = pl.Series("_u", rng(seed, DRAW_STREAM).random(unique.height))
+    chosen = unique.with_columns(noise).filter(pl.col("_u").rank("ordinal").over(by)
+                                                <= pl.col(DRAW))  # fmt: skip
+    drawn = options.join(chosen.select(*by, "neg_doc_id"), on=[*by, "neg_doc_id"], how="semi",
+                         maintain_order="left")  # fmt: skip
+    keep = pl.concat([triples.with_row_index("_i").filter(pl.col(DRAW).is_null()),
+                      triples.with_row_index("_i").join(drawn.select(*by, "pos_doc_id",
+                                                                     "neg_doc_id"),
+                                                        on=[*by, "pos_doc_id", "neg_doc_id"],
+                                                        how="semi")])  # fmt: skip
+    return keep.sort("_i").drop("_i", DRAW)
 
 
 def _fold_rows(frame: pl.DataFrame, fold: int) -> pl.DataFrame:

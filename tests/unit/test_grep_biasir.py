@@ -57,6 +57,9 @@ def test_triples_pair_relevant_with_nonrelevant() -> None:
     bm25 = drawn.filter(pl.col("source") == "bm25")
     per_pos = bm25.group_by("query_id", "pos_doc_id").len()["len"]
     assert (per_pos == 2).all()
+    # a query's F/M/N positives face the same two sampled negatives
+    per_query = bm25.group_by("query_id").agg(pl.col("neg_doc_id").n_unique())["neg_doc_id"]
+    assert (per_query == 2).all()
     other = draw_negatives(t, 1).filter(pl.col("source") == "bm25")
     assert set(other["neg_doc_id"]) <= set(options["neg_doc_id"])
     assert not other.equals(bm25)  # another seed, other sampled negatives
