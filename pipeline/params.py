@@ -93,7 +93,8 @@ class TrainParams:
     max_steps: int | None = None
     log_every: int = 5
     grad_clip: float = 1.0
-    threads: int = 2
+    threads: int = 1
+    workers: Annotated[int, Range(ge=1)] = 2  # fold models trained side by side (CPU)
     device: str = "auto"
     devices: int = 1  # > 1: DistributedDataParallel over that many processes
     checkpoint_every: int | None = None  # N: resumable checkpoint every N steps

@@ -22,6 +22,7 @@ import polars as pl
 from torch import Tensor
 
 from pipeline.models.base import Key
+from pipeline.models.encoders import resolve_device
 from pipeline.models.registry import build_ranker
 from pipeline.params import MethodParams, Params
 from pipeline.rerank import rerank
@@ -29,7 +30,8 @@ from pipeline.train import distributed, weak
 from pipeline.train.adversary import AdversaryTerm
 from pipeline.train.checkpoint import CHECKPOINT_ROOT, clear_checkpoint, clear_method_checkpoints
 from pipeline.train.groups import base_names, doc_bias, prepare_groups
-from pipeline.train.live import TrainLog
+from pipeline.train.jobs import Job, Result, run_jobs, weak_runs
+from pipeline.train.live import StepSink, TrainLog
 from pipeline.train.loop import TrainConfig, train_model
 from pipeline.train.losses import get_record
 from pipeline.train.terms import LossTerm
@@ -89,6 +91,18 @@ def _weak_scores(
     return {"weak": weak.weak_pair_scores(f_b, triples)}, run
 
 
+@dataclasses.dataclass(frozen=True)
+class MethodContext:
+    """What every fold model of a method is trained from (sent once to each worker)."""
+
+    params: Params
+    method: str
+    texts: tuple[Mapping[str, str], Mapping[str, str]]
+    doc_scores: pl.DataFrame
+    out: Path
+    features: Mapping[Key, Tensor]
+
+
 def train_method(
     params: Params,
     method: str,
@@ -102,51 +116,66 @@ def train_method(
 ) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
     """Train ``method`` for every seed and fold into ``out``; the mean training curve and,
     for EqualizeIR methods given the test ``candidates``, each seed folder's run of the weak
-    learners (fold k's f_B reranks fold k's test candidates).
+    learners (fold k's f_B reranks fold k's test candidates). The (seed, fold) models train
+    in ``train.workers`` processes (``pipeline.train.jobs``; one on a GPU or under torchrun).
 
     ``features``: precomputed frozen-bottom states of the texts (the ``features`` stage).
     ``train_log``: the method's DVCLive log; each model logs as ``[seed-<n>/]fold-<k>``."""
-    features = features or {}
     m = params.methods[method]
-    curves, weak_runs = [], {}
-    for seed, sub in params.train.seed_runs():
-        parts = []
-        for fold, triples in folds_of(ordered, seed if sub else None):
-            log.info("train@%s: seed %d, fold %d, %d triples", method, seed, fold, triples.height)
-            pairs = None
-            if m.loss == "poe":
-                test = None if candidates is None else _fold_rows(candidates, fold)
-                pairs, run = _weak_scores(params, m, triples, texts, doc_scores, seed, features,
-                                          test)  # fmt: skip
-                parts += [] if run is None else [run]
-            ranker = build_ranker(params.model, seed)
-            ranker.bind(*texts)
-            ranker.preload(features)
-            terms: list[LossTerm] = []
-            if m.adv_weight:
-                terms.append(AdversaryTerm(ranker.repr_dim, m.adv_weight, seed))
-            needs = base_names(get_record(m.loss).needs).union(*(t.needs for t in terms))
-            bias = {k: v for k, v in doc_bias(doc_scores, m.psi).items() if k in needs}
-            cfg = train_config(params, seed)
-            groups = prepare_groups(triples, cfg.group_size, bias, pairs)
-            every = params.train.checkpoint_every
-            ckpt = Path(CHECKPOINT_ROOT, method, sub, f"fold-{fold}")  # outside the outs: kept
-            curve = train_model(
-                ranker, groups, m.loss, m.loss_params(), cfg, terms=terms,
-                checkpoint_dir=ckpt if every else None, checkpoint_every=every,
-                log=train_log.run(f"{sub}/fold-{fold}".lstrip("/")) if train_log else None,
-            )  # fmt: skip
-            if distributed.is_main():  # under torchrun, rank 0 alone writes the model
-                ranker.save(out / sub / f"fold-{fold}")
-                clear_checkpoint(ckpt)
-            curves.append(
-                curve.with_columns(pl.lit(seed).alias("seed"), pl.lit(fold).alias("fold"))
-            )
-        if parts:
-            weak_runs[sub] = pl.concat(parts)
+    jobs = [
+        Job(seed, sub, fold, triples,
+            None if candidates is None or m.loss != "poe" else _fold_rows(candidates, fold))
+        for seed, sub in params.train.seed_runs()
+        for fold, triples in folds_of(ordered, seed if sub else None)
+    ]  # fmt: skip
+    context = MethodContext(params, method, texts, doc_scores, out, features or {})
+    results = run_jobs(train_job, context, jobs, workers_for(params), params.train.threads,
+                       train_log.run if train_log else None)  # fmt: skip
+    curves = [r.curve.with_columns(pl.lit(j.seed).alias("seed"), pl.lit(j.fold).alias("fold"))
+              for j, r in zip(jobs, results, strict=True)]  # fmt: skip
     values = [c for c in curves[0].columns if c not in ("step", "seed", "fold")]
     curve = pl.concat(curves).group_by("step", maintain_order=True).agg(pl.col(values).mean())
-    return curve, weak_runs
+    return curve, weak_runs(jobs, results)
+
+
+def workers_for(params: Params) -> int:
+    """``train.workers``, except 1 where processes would share one device: a GPU, or
+    ``torchrun`` (``train.devices`` > 1)."""
+    t = params.train
+    if t.devices > 1 or resolve_device(t.device).type != "cpu":
+        return 1
+    return t.workers
+
+
+def train_job(ctx: MethodContext, job: Job, sink: StepSink | None) -> Result:
+    """Train one (seed, fold) model and save it to ``<out>/<seed folder>/fold-<k>``."""
+    params, method, m = ctx.params, ctx.method, ctx.params.methods[ctx.method]
+    log.info("train@%s: seed %d, fold %d, %d triples", method, job.seed, job.fold,
+             job.triples.height)  # fmt: skip
+    pairs, run = None, None
+    if m.loss == "poe":
+        pairs, run = _weak_scores(params, m, job.triples, ctx.texts, ctx.doc_scores, job.seed,
+                                  ctx.features, job.test)  # fmt: skip
+    ranker = build_ranker(params.model, job.seed)
+    ranker.bind(*ctx.texts)
+    ranker.preload(ctx.features)
+    terms: list[LossTerm] = []
+    if m.adv_weight:
+        terms.append(AdversaryTerm(ranker.repr_dim, m.adv_weight, job.seed))
+    needs = base_names(get_record(m.loss).needs).union(*(t.needs for t in terms))
+    bias = {k: v for k, v in doc_bias(ctx.doc_scores, m.psi).items() if k in needs}
+    cfg = train_config(params, job.seed)
+    groups = prepare_groups(job.triples, cfg.group_size, bias, pairs)
+    every = params.train.checkpoint_every
+    ckpt = Path(CHECKPOINT_ROOT, method, job.sub, f"fold-{job.fold}")  # outside the outs
+    curve = train_model(
+        ranker, groups, m.loss, m.loss_params(), cfg, terms=terms,
+        checkpoint_dir=ckpt if every else None, checkpoint_every=every, log=sink,
+    )  # fmt: skip
+    if distributed.is_main():  # under torchrun, rank 0 alone writes the model
+        ranker.save(ctx.out / job.name)
+        clear_checkpoint(ckpt)
+    return Result(curve, run)
 
 
 def finish_method(params: Params, method: str, models: Path) -> list[Path]:
