@@ -34,7 +34,7 @@ pytestmark = pytest.mark.slow
 log = logging.getLogger(__name__)
 
 TRAIN = ["dvc", "repro", "--force", "-s", "train@baseline"]
-COMPARED = ("models/baseline", "runs/baseline", "plots/train/baseline.csv", "dvc.lock")
+COMPARED = ("models/baseline", "runs/baseline", "dvclive/baseline", "dvc.lock")
 MIN_KILLS = 10
 CHAINS = (3, 3, 2)  # kills at random moments before a rerun completes (resume of resume)
 SAVE_KILLS = (1, 2)  # the stage killed inside the n-th model save: fold 0, fold 1
