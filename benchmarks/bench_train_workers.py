@@ -46,7 +46,7 @@ def main() -> None:
     logging.getLogger("pipeline").setLevel(logging.WARNING)
     params = load_params()
     ordered = io.read_table(f"data/order/{args.method}.parquet", schemas.ORDERED_TRIPLES)
-    seed = int(ordered["seed"].min())
+    seed = int(ordered["seed"].cast(int).min())  # type: ignore[arg-type]
     first = ordered.filter(ordered["seed"] == seed)
     doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
     features, text = load_features("data/features.safetensors"), texts()
@@ -55,8 +55,8 @@ def main() -> None:
     def side(workers: int, threads: int) -> None:
         torch.set_num_threads(threads)
         with tempfile.TemporaryDirectory() as out:
-            train_method(_with(params, seed, workers, threads), args.method, first, text, doc_scores,
-                         Path(out), features)  # fmt: skip
+            train_method(_with(params, seed, workers, threads), args.method, first, text,
+                         doc_scores, Path(out), features)  # fmt: skip
 
     ours, naive = [], []
     for _ in range(args.repeats):

@@ -133,7 +133,13 @@ def patch_train_sample(n: int, seed: int = 0) -> None:
         return top_k(*args, **kwargs)
 
     def sampled(
-        corpus: Any, queries: Any, fold: int, test: bool, p: Any, k: int | None = None
+        corpus: Any,
+        queries: Any,
+        fold: int,
+        test: bool,
+        p: Any,
+        k: int | None = None,
+        judged: Any = None,
     ) -> Any:
         start = time.perf_counter()
         if not test:
@@ -147,7 +153,7 @@ def patch_train_sample(n: int, seed: int = 0) -> None:
             first.clear()
             bm25.top_k_frame = top_k_frame
         try:
-            out = original(corpus, queries, fold, test, p, k)
+            out = original(corpus, queries, fold, test, p, k, judged)
         finally:
             bm25.top_k_frame = top_k
         end = time.perf_counter()
