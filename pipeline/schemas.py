@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.errors import InputError
+
 STR = pa.string()
 I64 = pa.int64()
 F64 = pa.float64()
@@ -173,7 +175,7 @@ ALL = {
 }
 
 
-class SchemaError(ValueError):
+class SchemaError(InputError):
     """A table does not match its artifact schema."""
 
 

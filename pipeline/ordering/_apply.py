@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.errors import InputError
 from pipeline.ordering.common import Inputs, Ordering
 
 logger = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ def apply_ordering(
     if FOLD not in triples.columns:
         return record.fn(triples, doc_scores, cfg, Inputs(psi, seed, direction, tables))
     if triples[FOLD].null_count():
-        raise ValueError(
+        raise InputError(
             f"triples: {triples[FOLD].null_count()} rows have no fold; every triple must name "
             "the fold whose model trains on it (rerun the extract stage)"
         )
