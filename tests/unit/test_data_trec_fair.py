@@ -19,7 +19,7 @@ from pipeline.data.trec_fair import (
     field_distribution,
     sample_qrels,
 )
-from pipeline.metrics.exposure import intersect
+from pipeline.metrics.inputs import intersect
 from tests.unit.irds_fakes import FakeDataset, loader
 
 

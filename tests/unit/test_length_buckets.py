@@ -86,5 +86,5 @@ def test_training_with_regrouped_batches_differs() -> None:
 
 
 def test_invalid_window_is_rejected() -> None:
-    with pytest.raises(ValueError, match="length_window >= 1"):
+    with pytest.raises(ValueError, match=r"'length_window': 0 is out of range \[1, ∞\]"):
         TrainConfig(length_window=0)

@@ -49,7 +49,7 @@ def _order(
 ) -> pl.DataFrame:
     """The curriculum with ``orderings.curriculum`` = ``cfg`` (Ψ column tf_abs; its own
     ``seed`` if ``cfg`` sets one, else ``train_seed``)."""
-    config = CurriculumConfig(**{"psi": "tf_abs", **cfg})  # type: ignore[arg-type]
+    config = CurriculumConfig(**{"psi": "tf_abs", "seed": None, **cfg})  # type: ignore[arg-type]
     return curriculum(triples, scores, config, Inputs(seed=train_seed, direction=direction))
 
 

@@ -55,7 +55,7 @@ def test_written_block_parses_as_yaml_and_the_reader_skips_it(tmp_path: Path) ->
     assert set(block) >= {"platform", "implementation", "method", "data"}
     rerank = block["method"]["retrieval"][1]
     assert rerank["checkpoint"]["md5"] == "fedcba9876543210fedcba9876543210.dir"
-    assert rerank["params"]["loss"] == params.methods["baseline"].loss
+    assert rerank["params"]["loss"] == params.methods["baseline"].settings()["loss"] == "margin"
     assert block["data"]["other"][0]["md5"] == "0123456789abcdef0123456789abcdef"
     assert block["data"]["test collection"]["name"] == params.dataset.name
     assert io.read_trec_run(path).equals(_run().select("query_id", "doc_id", "score", "rank"))
