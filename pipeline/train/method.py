@@ -3,11 +3,11 @@
 ``train_method`` is what the ``train@<method>`` stage runs: for each seed and each fold it
 builds the untrained ranker of ``model.arch``, binds the texts, trains it on the fold's
 ordered triples with the method's loss, and saves it to ``<out>/<seed folder>/fold-<k>``.
-EqualizeIR methods (``loss: poe``) first train the weak learner f_B of the same family by
-``weak_strategy`` and score the fold's training pairs with it; AdvBERT methods
-(``adv_weight``) add an adversary loss term on the family's document representation
-(:class:`~pipeline.train.adversary.AdversaryTerm`), which is not saved with the ranker. The
-training groups carry only the per-document tensors the loss record and the terms need.
+The method's loss is its list of terms (``pipeline.train.losses``): a term with a
+``prepare`` hook computes per-pair values first (EqualizeIR's ``poe`` trains the weak learner
+f_B of the same family and scores the fold's training pairs with it); a trainable term
+(AdvBERT's ``adversary``) trains beside the ranker and is not saved with it. The training
+groups carry only the per-document tensors the terms need.
 """
 
 from __future__ import annotations
@@ -20,25 +20,18 @@ from pathlib import Path
 import polars as pl
 from torch import Tensor
 
+from pipeline import paths
 from pipeline.models.base import Key
 from pipeline.models.registry import build_ranker
-from pipeline.params import MethodParams, Params
-from pipeline.train import distributed, weak
-from pipeline.train.adversary import AdversaryTerm
+from pipeline.params import Params
+from pipeline.train import distributed
 from pipeline.train.checkpoint import clear_checkpoint
-from pipeline.train.groups import base_names, doc_bias, prepare_groups
-from pipeline.train.loop import TrainConfig, train_model
-from pipeline.train.losses import get_record
-from pipeline.train.terms import LossTerm
+from pipeline.train.groups import doc_bias, prepare_groups
+from pipeline.train.loop import objective_needs, train_model
+from pipeline.train.losses import Prepared, get_record
+from pipeline.train.losses.common import PairScores
 
 log = logging.getLogger(__name__)
-
-
-def train_config(params: Params, seed: int) -> TrainConfig:
-    """The ``train`` section as a :class:`TrainConfig` with ``seed``."""
-    t = params.train
-    keep = {f.name for f in dataclasses.fields(TrainConfig)} - {"seed"}
-    return TrainConfig(seed=seed, **{k: getattr(t, k) for k in keep if hasattr(t, k)})
 
 
 def folds_of(ordered: pl.DataFrame) -> list[tuple[int, pl.DataFrame]]:
@@ -47,31 +40,6 @@ def folds_of(ordered: pl.DataFrame) -> list[tuple[int, pl.DataFrame]]:
         ordered = ordered.with_columns(pl.lit(0, dtype=pl.Int64).alias("fold"))
     parts = ordered.sort("fold", "position").partition_by("fold", maintain_order=True)
     return [(int(p["fold"][0]), p) for p in parts]
-
-
-def _weak_scores(
-    params: Params, m: MethodParams, triples: pl.DataFrame, texts: tuple[Mapping[str, str], ...],
-    doc_scores: pl.DataFrame, seed: int, features: Mapping[Key, Tensor],
-) -> dict[str, dict[tuple[str, str], float]]:  # fmt: skip
-    """EqualizeIR (SPEC §6.3): train f_B by the method's strategy, score the fold's pairs."""
-    queries, docs = texts
-    cfg = train_config(params, seed)
-    assert m.weak_strategy is not None
-    bias = doc_bias(doc_scores, m.psi)
-    total = cfg.total_steps(len(prepare_groups(triples, cfg.group_size, bias)))
-    s = weak.weak_setup(m.weak_strategy, triples, queries, total, seed, m.weak_layers)
-    model_cfg = params.model
-    if s.n_layers is not None:
-        model_cfg = dataclasses.replace(model_cfg, n_layers=s.n_layers)
-    f_b = build_ranker(model_cfg, seed)
-    f_b.bind(s.queries, docs)
-    if model_cfg == params.model and s.queries is queries:  # same bottom, same texts
-        f_b.preload(features)
-    groups = prepare_groups(s.triples, cfg.group_size, bias)
-    weak_cfg = dataclasses.replace(cfg, max_steps=s.max_steps or cfg.max_steps)
-    train_model(f_b, groups, "margin", {"margin": 1.0}, weak_cfg)
-    f_b.bind(queries, docs)
-    return {"weak": weak.weak_pair_scores(f_b, triples)}
 
 
 def train_method(
@@ -88,29 +56,27 @@ def train_method(
     ``features``: precomputed frozen-bottom states of the texts (the ``features`` stage)."""
     features = features or {}
     m = params.methods[method]
+    needs = objective_needs(m.terms)
     curves = []
     for seed, sub in params.train.seed_runs():
         for fold, triples in folds_of(ordered):
             log.info("train@%s: seed %d, fold %d, %d triples", method, seed, fold, triples.height)
-            pairs = (
-                _weak_scores(params, m, triples, texts, doc_scores, seed, features)
-                if m.loss == "poe"
-                else None
-            )
+            ctx = Prepared(params, m.psi, triples, texts, doc_scores, seed, features)
+            pairs: PairScores = {}
+            for name, cfg in m.terms:  # per-pair values (EqualizeIR's weak learner)
+                prepare = get_record(name).prepare
+                if prepare is not None:
+                    pairs |= prepare(ctx, cfg)
             ranker = build_ranker(params.model, seed)
             ranker.bind(*texts)
             ranker.preload(features)
-            terms: list[LossTerm] = []
-            if m.adv_weight:
-                terms.append(AdversaryTerm(ranker.repr_dim, m.adv_weight, seed))
-            needs = base_names(get_record(m.loss).needs).union(*(t.needs for t in terms))
             bias = {k: v for k, v in doc_bias(doc_scores, m.psi).items() if k in needs}
-            cfg = train_config(params, seed)
-            groups = prepare_groups(triples, cfg.group_size, bias, pairs)
+            cfg = dataclasses.replace(params.train, seed=seed)
+            groups = prepare_groups(triples, cfg.group_size, bias, pairs or None)
             every = params.train.checkpoint_every
-            ckpt = Path("checkpoints", method, sub, f"fold-{fold}")  # outside the outs: kept
+            ckpt = paths.checkpoints(method, sub, fold)  # outside the outs: kept
             curve = train_model(
-                ranker, groups, m.loss, m.loss_params(), cfg, terms=terms,
+                ranker, groups, m.terms, cfg,
                 checkpoint_dir=ckpt if every else None, checkpoint_every=every,
             )  # fmt: skip
             if distributed.is_main():  # under torchrun, rank 0 alone writes the model

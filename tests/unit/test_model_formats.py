@@ -12,6 +12,7 @@ from pipeline.models.config import ModelConfig
 from pipeline.models.registry import build_ranker, load_ranker
 from pipeline.train.groups import prepare_groups
 from pipeline.train.loop import TrainConfig, train_model
+from pipeline.train.losses.margin import MarginConfig
 
 QUERIES = {"q1": "who cares for the child", "q2": "strong engineer at work"}
 DOCS = {
@@ -31,7 +32,8 @@ def _trained(arch: str, tmp_path: Path) -> Path:
                             "neg_doc_id": ["d3", "d2"]})  # fmt: skip
     bias = {"psi": dict.fromkeys(DOCS, 0.0), "zeta": dict.fromkeys(DOCS, 1.0)}
     groups = prepare_groups(triples, 2, bias)
-    train_model(ranker, groups, "margin", {}, TrainConfig(batch_size=2, lr=1e-2, seed=0))
+    cfg = TrainConfig(batch_size=2, group_size=2, lr=1e-2, seed=0)
+    train_model(ranker, groups, (("margin", MarginConfig()),), cfg)
     return ranker.save(tmp_path / arch)
 
 

@@ -9,9 +9,12 @@ import polars as pl
 import pytest
 import torch
 
+from pipeline.config import fields
 from pipeline.models.base import Ranker
 from pipeline.train.groups import doc_bias, prepare_groups
 from pipeline.train.loop import TrainConfig, train_model
+from pipeline.train.losses import get_record
+from tests.unit.loss_configs import config
 from tests.unit.tiny_rankers import tiny_ranker
 
 GENDERED = ["she", "he", "her", "his", "woman", "man", "nurse", "doctor"]
@@ -36,7 +39,9 @@ DOC_SCORES = pl.DataFrame(
         "neutrality": [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 1.0, 0.0],
     }
 )
-CFG = TrainConfig(batch_size=4, lr=1e-3, warmup_steps=1, seed=0, log_every=2, device="cpu")
+CFG = TrainConfig(
+    batch_size=4, group_size=2, lr=1e-3, warmup_steps=1, seed=0, log_every=2, device="cpu"
+)
 
 
 def ranker(arch: str = "cross_encoder", **overrides: Any) -> Ranker:
@@ -52,11 +57,19 @@ def train(
     loss: str = "penalty_both",
     cfg: TrainConfig = CFG,
     doc_scores: pl.DataFrame = DOC_SCORES,
+    extra: tuple[tuple[str, Any], ...] = (),
     **kw: Any,
 ) -> pl.DataFrame:
-    """Train ``model`` on ``triples`` (one group per triple at group_size 2); the curve."""
+    """Train ``model`` on ``triples`` (one group per triple at group_size 2) with ``loss``
+    (and the ``extra`` terms); the curve."""
     groups = prepare_groups(triples, cfg.group_size, doc_bias(doc_scores, "bool_abs"))
-    return train_model(model, groups, loss, {"lambda": 0.5}, cfg, **kw)
+    return train_model(model, groups, objective(loss) + extra, cfg, **kw)
+
+
+def objective(loss: str) -> tuple[tuple[str, Any], ...]:
+    """A one-term method loss with λ = 0.5 where the loss takes one."""
+    lam = {"lambda": 0.5} if "lambda" in fields(get_record(loss).config) else {}
+    return ((loss, config(loss, lam)),)
 
 
 def _train(
@@ -105,7 +118,7 @@ def test_batch_size_counts_groups() -> None:
     cfg = TrainConfig(**{**CFG.__dict__, "group_size": 3, "log_every": 1})
     groups = prepare_groups(doubled, 3, doc_bias(DOC_SCORES, "bool_abs"))
     assert len(groups) == 20 and {len(d) for d in groups.docs} == {3}
-    curve = train_model(model, groups, "margin", {}, cfg)
+    curve = train_model(model, groups, objective("margin"), cfg)
     assert curve["step"].to_list() == [1, 2, 3, 4, 5]
 
 
@@ -159,8 +172,9 @@ def test_doc_without_scores_is_named() -> None:
 def test_unknown_loss_fails_before_training() -> None:
     model = ranker()
     before = {k: v.clone() for k, v in model.state_dict().items()}
+    groups = prepare_groups(TRIPLES, 2, doc_bias(DOC_SCORES, "bool_abs"))
     with pytest.raises(ValueError, match=r"unknown loss 'hinge'"):
-        train(model, loss="hinge")
+        train_model(model, groups, (("hinge", None),), CFG)
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
 
 
@@ -170,5 +184,9 @@ def test_no_groups_is_an_error() -> None:
 
 
 def test_invalid_config_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"need batch_size >= 1, group_size >= 2, lr > 0"):
-        TrainConfig(batch_size=0, group_size=1, lr=0.0)
+    with pytest.raises(ValueError, match=r"'batch_size': 0 is out of range \[1, ∞\]"):
+        TrainConfig(batch_size=0)
+    with pytest.raises(ValueError, match=r"'group_size': 1 is out of range \[2, ∞\]"):
+        TrainConfig(group_size=1)
+    with pytest.raises(ValueError, match=r"'lr': 0\.0 is out of range \(0, ∞\]"):
+        TrainConfig(lr=0.0)
