@@ -13,23 +13,32 @@ import json
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-LIBRARY = {"bi_encoder": "sentence-transformers", "cross_encoder": "sentence-transformers",
-           "late_interaction": "transformers"}  # fmt: skip
-PIPELINE_TAG = {"bi_encoder": "sentence-similarity", "cross_encoder": "text-ranking",
-                "late_interaction": "feature-extraction"}  # fmt: skip
+from pipeline import paths
+
+if TYPE_CHECKING:
+    from pipeline.models.base import Family
+
 HEADLINE = ("MRR@10", "nDCG@10", "ARaB-tf-abs@10", "NFaiRR@10", "LIWC@10", "gap-mean", "gap-abs")
 BASE_MODELS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
 
 
+def _family(arch: str) -> Family:
+    """The family record of ``arch`` (its card facts: library, task tag, how to load it)."""
+    from pipeline.models.registry import get_family  # the registry imports this module
+
+    return get_family(arch)
+
+
 def front_matter(arch: str, base: str, method: str | None) -> dict[str, Any]:
+    family = _family(arch)
     return {
         "base_model": BASE_MODELS.get(base, base),
-        "library_name": LIBRARY.get(arch, "transformers"),
-        "pipeline_tag": PIPELINE_TAG.get(arch, "feature-extraction"),
+        "library_name": family.library,
+        "pipeline_tag": family.pipeline_tag,
         "license": "apache-2.0",
         "datasets": ["Grep-BiasIR"],
         "language": ["en"],
@@ -55,7 +64,7 @@ def card(
     lines += [
         f"A `{arch}` ranker fine-tuned from `{base}` by the fair-ranking pipeline"
         + (f" with the bias-mitigation method `{method}`." if method else "."),
-        "Load it with " + _usage(arch), "", "## Configuration", "", "```json",
+        "Load it with " + _family(arch).usage, "", "## Configuration", "", "```json",
         json.dumps(cfg, indent=2), "```", "",
     ]  # fmt: skip
     if metrics and method is not None and method in metrics:
@@ -73,14 +82,6 @@ def card(
                   "Not yet measured: export with `python -m pipeline.models.card` after "
                   "`dvc repro` to add the measured numbers.", ""]  # fmt: skip
     return "\n".join(lines)
-
-
-def _usage(arch: str) -> str:
-    if arch == "bi_encoder":
-        return "`sentence_transformers.SentenceTransformer(path)` (cosine similarity)."
-    if arch == "cross_encoder":
-        return "`sentence_transformers.CrossEncoder(path)` (one logit, identity activation)."
-    return "`pipeline.models.registry.load_ranker(path)` (ColBERT MaxSim; see docs)."
 
 
 def _risks(m: Mapping[str, Any]) -> list[str]:
@@ -104,12 +105,12 @@ def _risks(m: Mapping[str, Any]) -> list[str]:
 
 def export(method: str, fold: int, out: Path, root: Path = Path(".")) -> Path:
     """Copy ``models/<method>/fold-<fold>`` to ``out`` with a card that has the metrics."""
-    src = root / "models" / method / f"fold-{fold}"
+    src = root / paths.model(method, "", fold)
     if not src.is_dir():
         raise FileNotFoundError(f"{src}: no trained model; run `dvc repro train@{method}`")
     shutil.copytree(src, out, dirs_exist_ok=True)
     meta = json.loads((src / "ranker.json").read_text())
-    files = {r: root / "metrics" / f"{r}.json" for r in (method, "bm25", "zero-shot")}
+    files = {r: root / paths.metrics(r) for r in (method, "bm25", "zero-shot")}
     metrics = {r: json.loads(f.read_text()) for r, f in files.items() if f.is_file()}
     (out / "README.md").write_text(card(meta, method, metrics))
     return out
