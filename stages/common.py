@@ -47,10 +47,10 @@ def run_stage(main: Callable[[Sequence[str] | None], None]) -> None:
 
 def texts() -> tuple[dict[str, str], dict[str, str]]:
     """``(query text by id, document text by id)`` from data/queries and data/corpus."""
-    from pipeline import io, schemas
+    from pipeline import io, paths, schemas
 
-    queries = io.read_table("data/queries.parquet", schemas.QUERIES).select("query_id", "text")
-    corpus = io.read_table("data/corpus.parquet", schemas.CORPUS).select("doc_id", "text")
+    queries = io.read_table(paths.QUERIES, schemas.QUERIES).select("query_id", "text")
+    corpus = io.read_table(paths.CORPUS, schemas.CORPUS).select("doc_id", "text")
     return dict(queries.iter_rows()), dict(corpus.iter_rows())
 
 

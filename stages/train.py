@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 
-from pipeline import io, schemas
+from pipeline import io, paths, schemas
 from pipeline.models.base import Ranker
 from pipeline.models.features import load_features
 from pipeline.models.registry import load_ranker
@@ -27,14 +26,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv, method=True)
     get_method(ns.params, ns.method)
     torch_threads(ns.params)
-    ordered = io.read_table(f"data/order/{ns.method}.parquet", schemas.ORDERED_TRIPLES)
-    doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
-    features, text = load_features("data/features.safetensors"), texts()
-    models = Path("models", ns.method)
+    ordered = io.read_table(paths.ordered(ns.method), schemas.ORDERED_TRIPLES)
+    doc_scores = io.read_table(paths.DOC_SCORES, schemas.DOC_SCORES)
+    features, text = load_features(paths.FEATURES), texts()
+    models = paths.models(ns.method)
     curve = train_method(ns.params, ns.method, ordered, text, doc_scores, models, features)
     if not distributed.is_main():  # under torchrun, rank 0 alone writes the outputs
         return
-    io.write_text(curve.write_csv(), f"plots/train/{ns.method}.csv")
+    io.write_text(curve.write_csv(), paths.curve(ns.method))
     log.info(
         "train@%s: %d logged steps, final loss %.4f", ns.method, curve.height, curve["loss"][-1]
     )
@@ -42,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     def load(seed: int, sub: str, fold: int) -> Ranker:  # the saved model, as users get it
         return load_ranker(models / sub / f"fold-{fold}")
 
-    candidates = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
+    candidates = io.read_table(paths.CANDIDATES, schemas.CANDIDATES)
     write_method_runs(ns.params, ns.method, load, candidates, text, features, models=models)
 
 
