@@ -149,7 +149,9 @@ def _xlogy(x: pl.Expr, m: pl.Expr) -> pl.Expr:
 def _target(
     base: pl.DataFrame, alignments: pl.DataFrame, target: str, qrels: pl.DataFrame | None
 ) -> pl.DataFrame:
-    """`query_id, group, q, awrf_target_fallback` for every run query × aligned group."""
+    """`query_id, group, q, awrf_target_fallback` for every run query × aligned group; the
+    background is each group's share of the total alignment mass (the mean alignment of the
+    aligned documents when each sums to 1)."""
     groups = alignments.group_by("group").agg(pl.col("weight").sum().alias("_n")).sort("group")
     grid = base.join(groups, how="cross")
     if target == "uniform":
@@ -170,9 +172,8 @@ def _target(
         pl.col("weight").sum().alias("_r")
     )
     shares = shares.with_columns((pl.col("_r") / pl.col("_r").sum().over("query_id")).alias("_rel"))
-    n_docs = alignments["doc_id"].n_unique()
     grid = grid.join(shares.drop("_r"), on=["query_id", "group"], how="left").with_columns(
-        (pl.col("_n") / n_docs).alias("_bg"),
+        (pl.col("_n") / pl.col("_n").sum().over("query_id")).alias("_bg"),
         pl.col("_rel").is_null().all().over("query_id").cast(pl.Int64).alias(FALLBACK),
     )
     q = (
