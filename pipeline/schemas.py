@@ -110,6 +110,8 @@ RUN = Schema(
     finite=("score",),
 )
 CURVE = Schema("training curve", {"step": I64, "loss": F64, "lr": F64})
+UNKNOWN_GROUP = "Unknown"
+"""The alignments' group of a document whose value in a dimension is missing (a real group)."""
 ALIGNMENTS = Schema(
     "alignments",
     {"doc_id": STR, "dimension": STR, "group": STR, "weight": F64},

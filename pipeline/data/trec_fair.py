@@ -37,7 +37,7 @@ from pipeline.data.irds import (
     probe_host,
 )
 from pipeline.errors import InputError
-from pipeline.metrics.inputs import UNKNOWN
+from pipeline.schemas import UNKNOWN_GROUP as UNKNOWN
 
 log = logging.getLogger(__name__)
 

@@ -169,10 +169,6 @@ def _check_ranks(df: pl.DataFrame, name: str) -> None:
         )
 
 
-UNKNOWN = "Unknown"
-"""The group of a document whose value in a dimension is missing (a real group)."""
-
-
 def intersect(alignments: pl.DataFrame, dimensions: Sequence[str] | None = None) -> pl.DataFrame:
     """Outer product of per-dimension alignments `doc_id, dimension, group, weight` →
     `doc_id, group, weight`; a document lacking one of the dimensions is dropped (logged)."""

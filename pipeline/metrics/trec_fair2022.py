@@ -54,8 +54,8 @@ import polars as pl
 
 from pipeline.errors import InputError
 from pipeline.metrics.exposure import plackett_luce, standardise
-from pipeline.metrics.inputs import UNKNOWN as UNKNOWN_GROUP
 from pipeline.metrics.ties import fair_discount
+from pipeline.schemas import UNKNOWN_GROUP
 
 log = logging.getLogger(__name__)
 

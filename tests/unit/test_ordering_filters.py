@@ -35,7 +35,9 @@ SCORES = pl.DataFrame(
     ],
 )
 def test_filter_keeps_exactly_the_matching_triples(name: str, psi: str, kept: list[str]) -> None:
-    out = ORDERINGS[name].fn(TRIPLES, SCORES, ShuffleConfig(by_query=False), Inputs(psi=psi, seed=0))
+    out = ORDERINGS[name].fn(
+        TRIPLES, SCORES, ShuffleConfig(by_query=False), Inputs(psi=psi, seed=0)
+    )
     assert sorted(out["pos_doc_id"]) == kept
     assert out["position"].to_list() == list(range(len(kept)))
     if name == "neutral_only":
@@ -65,7 +67,9 @@ def test_nothing_left_is_a_clear_error() -> None:
     with pytest.raises(
         ValueError, match=r"'biased_only' keeps none of the 5 triples \(psi='tc_abs'"
     ):
-        ORDERINGS["biased_only"].fn(TRIPLES, scores, ShuffleConfig(by_query=False), Inputs(psi="tc_abs"))
+        ORDERINGS["biased_only"].fn(
+            TRIPLES, scores, ShuffleConfig(by_query=False), Inputs(psi="tc_abs")
+        )
 
 
 @pytest.mark.parametrize("name", ["neutral_only", "biased_only"])
