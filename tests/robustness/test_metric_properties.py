@@ -23,6 +23,8 @@ from pipeline.metrics import METRICS, EvalInputs, MissingInputError, measure_of
 from pipeline.metrics.arab import arab
 from pipeline.metrics.awrf import awrf
 
+pytestmark = pytest.mark.slow  # the fast loop skips it (README)
+
 DOCS = [f"d{i:02d}" for i in range(12)]
 CUTOFFS = (3, 10)
 PROPERTY = settings(max_examples=50, deadline=None)

@@ -90,6 +90,7 @@ def test_head_runs_in_float32_under_bf16() -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHS)
 def test_adversary_reads_each_familys_document_representation(arch: str) -> None:
     """The adversary's reversed gradient reaches the encoder through the family's document

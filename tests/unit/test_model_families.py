@@ -100,6 +100,7 @@ def test_family_trains_saves_reloads_and_reranks(arch: str, method: str, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # no temporary leftovers
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHS)
 def test_cached_bottom_equals_the_full_forward(arch: str) -> None:
     """``train_layers=1``: in training mode the bottom layer's states are computed once per
@@ -156,6 +157,7 @@ def test_cached_bottom_ignores_dropout(arch: str) -> None:
         torch.testing.assert_close(state, other_seed._bottom[key])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["bi_encoder", "late_interaction"])
 def test_reranking_encodes_each_distinct_text_once(arch: str) -> None:
     ranker = tiny_ranker(arch)
@@ -192,6 +194,7 @@ def test_training_step_encodes_each_text_of_a_batch_once(arch: str) -> None:
     assert ranker.encoded == 2 + 4
 
 
+@pytest.mark.slow
 def test_reranked_scores_do_not_depend_on_the_candidate_set() -> None:
     """A document's bi-encoder score is its own: reranking one query alone gives its scores."""
     ranker = tiny_ranker("bi_encoder")

@@ -44,6 +44,7 @@ def _ours(path: Path, qids: list[str], dids: list[str]) -> torch.Tensor:
         return ranker.score_many(qids, dids, 8)
 
 
+@pytest.mark.slow
 def test_bi_encoder_is_a_sentence_transformers_model(tmp_path: Path) -> None:
     from sentence_transformers import SentenceTransformer
 
@@ -56,6 +57,7 @@ def test_bi_encoder_is_a_sentence_transformers_model(tmp_path: Path) -> None:
     assert torch.allclose(theirs.cpu(), _ours(path, qids, dids), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_cross_encoder_loads_in_sentence_transformers(tmp_path: Path) -> None:
     from sentence_transformers import CrossEncoder
 
@@ -71,6 +73,7 @@ def test_cross_encoder_loads_in_sentence_transformers(tmp_path: Path) -> None:
     assert torch.allclose(theirs.float(), ours, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["bi_encoder", "cross_encoder", "late_interaction"])
 def test_model_card_front_matter_parses(arch: str, tmp_path: Path) -> None:
     path = _trained(arch, tmp_path)

@@ -104,6 +104,7 @@ def test_unknown_method_ordering_suggests_the_closest() -> None:
         parse_params(raw)
 
 
+@pytest.mark.slow
 def test_the_ordering_package_imports_no_torch() -> None:
     code = (
         "import sys, pipeline.ordering, pipeline.report.curriculum; print('torch' in sys.modules)"

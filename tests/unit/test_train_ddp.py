@@ -55,7 +55,7 @@ def test_shards_keep_the_training_order() -> None:
 
 
 def test_process_count_must_match_config() -> None:
-    with pytest.raises(ValueError, match=r"batch_size a multiple of devices"):
+    with pytest.raises(ValueError, match=r"'batch_size': 6 is not a multiple of devices \(4\)"):
         TrainConfig(batch_size=6, devices=4)
     with pytest.raises(ValueError, match=r"3 training processes were started .* train\.devices"):
         check_world(2, 6, Rank(0, 3))

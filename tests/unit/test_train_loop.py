@@ -80,6 +80,7 @@ def _train(
     return model.state_dict(), curve
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["cross_encoder", "bi_encoder"])
 def test_same_seed_gives_identical_weights_and_other_seed_differs(arch: str) -> None:
     first, curve1 = _train(seed=0, arch=arch)
@@ -92,6 +93,7 @@ def test_same_seed_gives_identical_weights_and_other_seed_differs(arch: str) -> 
     assert any(not torch.equal(first[k], untrained[k]) for k in first)
 
 
+@pytest.mark.slow
 def test_curve_has_one_row_per_logged_step() -> None:
     _, curve = _train()
     # 20 triples / batch 4 = 5 steps, logged every 2 steps and at the last one
@@ -103,6 +105,7 @@ def test_curve_has_one_row_per_logged_step() -> None:
     assert curve["lr"].to_list() == pytest.approx([1e-3 * 4 / 4, 1e-3 * 2 / 4, 1e-3 * 1 / 4])
 
 
+@pytest.mark.slow
 def test_max_steps_and_epochs() -> None:
     _, curve = _train(epochs=2, max_steps=7, log_every=1)
     assert curve["step"].to_list() == list(range(1, 8))
@@ -110,6 +113,7 @@ def test_max_steps_and_epochs() -> None:
     assert TrainConfig(warmup_ratio=0.1).warmup(50) == 5
 
 
+@pytest.mark.slow
 def test_batch_size_counts_groups() -> None:
     """40 triples, two per (query, positive): group_size 3 makes 20 groups of a positive and
     two negatives; 20 groups / batch 4 = 5 steps."""
