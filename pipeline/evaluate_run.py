@@ -12,22 +12,28 @@ same keys as the pipeline's `metrics/<method>.json`.
 
 Inputs (plain or gzipped):
 
-- RUN: TREC run `qid Q0 docid rank score tag` (`#` comment lines, e.g. an ir_metadata
-  block, are skipped); ranks are recomputed from the scores, ties keep the file order.
-- QRELS: TREC qrels `qid iteration docid relevance`, or Parquet `query_id, doc_id, relevance`.
+- RUN: TREC run `qid Q0 docid rank score tag`, fields separated by any spaces or tabs (`#`
+  comment lines, e.g. an in-file ir_metadata block, are skipped); the rank field is
+  ignored, as by trec_eval: effectiveness ranks by score, ties by doc id descending.
+- QRELS: TREC qrels `qid iteration docid relevance` (any whitespace), or Parquet
+  `query_id, doc_id, relevance`.
 - CORPUS: `doc_id, text[, group]` as TSV (a header line naming the columns, or none: doc id,
   text[, group]), JSONL (one object per line) or Parquet. `id`/`_id`/`docno`/`pid` are read as
   `doc_id` and `contents`/`body` as `text`. A `group` of F/M/N (e.g. Grep-BiasIR's
   content gender) enables AWRF, expected exposure's group terms and the counterfactual gap;
-  without it those are skipped with a message. Documents of the run missing from the corpus
-  count as unbiased (ARaB/LIWC 0, ζ = 1), as in the pipeline, with a warning count.
+  without it those are skipped with a message; a label other than F/M/N/`both` stops with
+  the row. Documents of the run missing from the corpus, or with an empty text, cannot be
+  judged: they count as unbiased (ARaB/LIWC 0, ζ = 1), as in the pipeline. When they are
+  most of the run (or most of its queries have no qrels), `fair-eval` stops with the counts
+  and the fix; `--allow-partial` evaluates anyway. Whenever part of the run is not judged,
+  the table and the JSON say how much was (`judged_docs`, `judged_queries`: fractions).
 - QUERIES (optional): `query_id[, text]` as TSV/JSONL/Parquet: only these queries are
   evaluated; with texts, the query complexity (SPEC §3) is computed and the per-bin
   variation of nDCG@10 (SPEC §4.5) is reported too.
 - BACKGROUND (optional): NFaiRR's background set per query (a TREC run or Parquet
   `query_id, doc_id`), e.g. the BM25 candidates the run reranks; default: the run itself.
 
-On the pipeline's own files (`--corpus data/corpus.parquet --qrels data/qrels.parquet
+On the pipeline's own files (`--corpus data/corpus.parquet --qrels data/qrels.trec
 --queries data/queries.parquet --background data/candidates.parquet`, the tokenizer of
 `params.yaml`) it reproduces `metrics/<method>.json` from `runs/<method>/run.trec`.
 """
@@ -45,7 +51,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline import io
+from pipeline import io, schemas
 from pipeline.bias import TOKENIZERS, query_complexity
 from pipeline.measures import (
     DEFAULT_TOKENIZER,
@@ -162,6 +168,10 @@ def read_corpus(path: str | Path) -> pl.DataFrame:
             f"{p}: {dup.height} rows share a doc_id (first {dup['doc_id'][0]!r}); "
             "keep one text per document"
         )
+    try:  # null or all-empty texts, null ids: the checks of the pipeline's own corpus
+        schemas.validate(out.select("doc_id", "text").to_arrow(), schemas.CORPUS, str(p))
+    except schemas.SchemaError as e:
+        raise io.ArtifactError(str(e)) from e
     return out
 
 
@@ -233,7 +243,55 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--awrf-target", default="uniform", choices=["uniform", "relevant"])
     ap.add_argument("--exposure-temperature", type=float, default=1.0)
     ap.add_argument("--out", help="write the aggregates as JSON here (atomically)")
+    ap.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="evaluate even when most ranked documents are not in the corpus (or have no text) "
+        "or most queries are not in the qrels; the output says how much was judged",
+    )
     return ap
+
+
+MIN_JUDGED = 0.5
+"""Below this share of judged documents or queries, `fair-eval` stops (`--allow-partial`)."""
+
+
+def judged(
+    run: pl.DataFrame, qrels: pl.DataFrame, corpus: pl.DataFrame, ns: argparse.Namespace
+) -> dict[str, float]:
+    """Shares of the run's documents in the top max(cut-off) that the corpus has, with a
+    text, and of its queries that the qrels have (`judged_docs`, `judged_queries`; only those
+    below 1).
+
+    Below `MIN_JUDGED` it raises `ArtifactError` with the counts and the fix, unless
+    `--allow-partial`: a run nobody can judge would be reported perfectly fair."""
+    depth = max(ns.cutoffs)
+    top = run.filter(pl.col("rank") <= depth)
+    texts = corpus.filter(pl.col("text").str.strip_chars() != "").select("doc_id")
+    docs = top.join(texts, on="doc_id", how="anti")
+    queries = run.select("query_id").unique(maintain_order=True)
+    unknown_q = queries.join(qrels.select("query_id").unique(), on="query_id", how="anti")
+    shares: dict[str, float] = {}
+    for key, bad, total, what, fix in (
+        ("judged_docs", docs["doc_id"], top.height,
+         f"documents in the run's top {depth} are not in the corpus {ns.corpus} or have an "
+         "empty text",
+         "check that the run and the corpus are of the same collection (the same doc ids)"),
+        ("judged_queries", unknown_q["query_id"], queries.height,
+         f"queries of the run have no judgment in the qrels {ns.qrels}",
+         "check that the qrels are of the run's topics (the same query ids)"),
+    ):  # fmt: skip
+        if not bad.len():
+            continue
+        shares[key] = 1 - bad.len() / total
+        counts = f"{bad.len()} of {total} {what} (first {bad[0]!r})"
+        if shares[key] < MIN_JUDGED and not ns.allow_partial:
+            raise io.ArtifactError(
+                f"{ns.run}: {counts}; they cannot be judged. Fix: {fix}, or pass "
+                "--allow-partial to evaluate the judged part (the output says how much it was)."
+            )
+        log.warning("%s: %s; %.1f%% judged", ns.run, counts, 100 * shares[key])
+    return shares
 
 
 def table(aggregates: Mapping[str, Any], cutoffs: Sequence[int]) -> str:
@@ -281,6 +339,7 @@ def run_cli(ns: argparse.Namespace) -> dict[str, Any]:
             )
         if "text" in queries.columns:
             complexity = query_complexity(queries)
+    shares = judged(run, qrels, corpus, ns)
     background = read_background(ns.background) if ns.background else None
     coll = Collection.from_corpus(
         corpus,
@@ -288,6 +347,7 @@ def run_cli(ns: argparse.Namespace) -> dict[str, Any]:
         liwc_dic=ns.liwc_dic,
         background=background,
         awrf_target=ns.awrf_target,
+        source=str(ns.corpus),
     )
     aggregates, _ = compute(
         run,
@@ -297,6 +357,7 @@ def run_cli(ns: argparse.Namespace) -> dict[str, Any]:
         query_complexity=complexity,
         exposure_temperature=ns.exposure_temperature,
     )
+    aggregates = {**aggregates, **shares}
     scores = coll.doc_scores
     result = {
         **aggregates,
@@ -317,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = parser().parse_args(argv)
     try:
         run_cli(ns)
-    except (io.ArtifactError, ValueError) as e:
+    except (io.ArtifactError, ValueError, io.DiskFullError) as e:
         log.error("%s", e)
         return 2
     return 0

@@ -11,16 +11,18 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.errors import InputError
+from pipeline.errors import InputError, SetupError, is_disk_full
 from pipeline.schemas import RUN, Schema, SchemaError, validate
 
 
@@ -28,25 +30,69 @@ class ArtifactError(InputError):
     """An input file is missing, unreadable or malformed."""
 
 
-@contextlib.contextmanager
-def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
-    """Yield a temporary path next to `path`; rename it onto `path` only on success."""
+class DiskFullError(SetupError):
+    """A write ran out of disk space (ENOSPC); the destination was left as it was."""
+
+
+def size_text(n: int) -> str:
+    """`n` bytes for people: `1.5 GiB`, `12.0 KiB`, `80 B`."""
+    value, unit = float(n), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            break
+        value /= 1024
+    return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+
+
+def disk_full(path: str | Path, needed: int | None, written: int = 0) -> DiskFullError:
+    """The one-line error for a write of `path` that ran out of space: the file, the space it
+    needs (`needed` bytes, an estimate; else more than the `written` bytes that fitted), the
+    space left, and the fix."""
     dest = Path(path)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix + ".tmp", dir=dest.parent)
+    folder = next((p for p in (dest.parent, *dest.parents) if p.exists()), Path("."))
+    free = shutil.disk_usage(folder).free
+    need = f"about {size_text(needed)}" if needed else f"more than {size_text(written)}"
+    return DiskFullError(
+        f"{dest}: no space left on device while writing it (it needs {need}, "
+        f"{size_text(free)} free in {folder}); nothing was written and the previous version, "
+        "if any, is intact. Free space there (or move the DVC cache: `dvc cache dir`) and "
+        "rerun `dvc repro`."
+    )
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path, suffix: str = "", needed: int | None = None) -> Iterator[Path]:
+    """Yield a temporary path next to `path`; rename it onto `path` only on success.
+
+    A write that runs out of space (ENOSPC, from any library) becomes one `DiskFullError`
+    naming `path` and the space it needs (`needed` bytes, when the caller knows it)."""
+    dest = Path(path)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix + ".tmp", dir=dest.parent)
+    except OSError as e:
+        if is_disk_full(e):
+            raise disk_full(dest, needed) from e
+        raise
     os.close(fd)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
         os.replace(tmp_path, dest)
+    except Exception as e:
+        if not is_disk_full(e):
+            raise
+        written = tmp_path.stat().st_size if tmp_path.exists() else 0
+        raise disk_full(dest, needed, written) from e
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
 
 
 def write_text(text: str, path: str | Path) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    data = text.encode("utf-8")
+    with atomic_path(path, needed=len(data)) as tmp:
+        tmp.write_bytes(data)
 
 
 def write_json(obj: Any, path: str | Path) -> None:
@@ -88,7 +134,7 @@ def write_table(df: pl.DataFrame | pa.Table, path: str | Path, schema: Schema) -
     """Validate against `schema` and write Parquet atomically."""
     table = df.to_arrow() if isinstance(df, pl.DataFrame) else df
     table = validate(table, schema, str(path))
-    with atomic_path(path, ".parquet") as tmp:
+    with atomic_path(path, ".parquet", needed=table.nbytes) as tmp:
         pq.write_table(table, tmp, compression="zstd")
 
 
@@ -122,24 +168,74 @@ def read_table(path: str | Path, schema: Schema) -> pl.DataFrame:
 def write_trec_run(
     run: pl.DataFrame, path: str | Path, tag: str, metadata: Mapping[str, Any] | None = None
 ) -> None:
-    """Write a run in TREC format: `qid Q0 docid rank score tag`, ordered by query and rank.
+    """Write a plain TREC run, `qid Q0 docid rank score tag` per line, by query and rank.
 
-    With `metadata` (an ir_metadata dict, `pipeline.provenance`), the file starts with its
-    YAML as `#` comment lines between `# ir_metadata.start` and `# ir_metadata.end`.
+    The file has nothing but those lines, so trec_eval, ir_measures, ranx and pytrec_eval read
+    it as it is. Scores are written so that they read back to the same number: float32 values
+    (every ranker's and bm25s's scores) as their shortest float32 text, others as the shortest
+    float64 text. A run file therefore has exactly the ties of the run it was written from.
+    With `metadata` (an ir_metadata dict, `pipeline.provenance`), its YAML is written beside
+    the run as `<path>.ir_metadata.yaml` (`metadata_path`).
     """
     ordered = run.sort(["query_id", "rank"])
-    header = [] if metadata is None else ir_metadata_lines(metadata)
-    lines = header + [
-        f"{q} Q0 {d} {r} {s:.6f} {tag}"
+    scores = score_texts(ordered["score"].cast(pl.Float64).to_numpy())
+    lines = [
+        f"{q} Q0 {d} {r} {s} {tag}"
         for q, d, r, s in zip(
-            ordered["query_id"], ordered["doc_id"], ordered["rank"], ordered["score"], strict=True
+            ordered["query_id"], ordered["doc_id"], ordered["rank"], scores, strict=True
+        )
+    ]
+    write_text("\n".join(lines) + "\n", path)
+    if metadata is not None:
+        write_text(ir_metadata_yaml(metadata), metadata_path(path))
+
+
+def write_trec_qrels(qrels: pl.DataFrame, path: str | Path) -> None:
+    """Write qrels in TREC format, `qid 0 docid relevance` per line, sorted by query and doc
+    id: the file trec_eval, ir_measures, ranx (`Qrels.from_file`) and pytrec_eval read."""
+    ordered = qrels.sort(["query_id", "doc_id"])
+    lines = [
+        f"{q} 0 {d} {int(r)}"
+        for q, d, r in zip(
+            ordered["query_id"], ordered["doc_id"], ordered["relevance"], strict=True
         )
     ]
     write_text("\n".join(lines) + "\n", path)
 
 
+def score_texts(scores: np.ndarray) -> list[str]:
+    """Each score as the shortest text that reads back to it (float32 when all are)."""
+    values = np.asarray(scores, dtype=np.float64)
+    as32 = values.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        single = bool(np.array_equal(as32.astype(np.float64), values))
+    typed = as32 if single else values
+    return [np.format_float_positional(v, unique=True, trim="-") for v in typed]
+
+
+METADATA_SUFFIX = ".ir_metadata.yaml"
+
+
+def metadata_path(run_path: str | Path) -> Path:
+    """Where a run's ir_metadata lives: `run.trec` → `run.trec.ir_metadata.yaml`."""
+    p = Path(run_path)
+    return p.with_name(p.name + METADATA_SUFFIX)
+
+
+def ir_metadata_yaml(metadata: Mapping[str, Any]) -> str:
+    """An ir_metadata block (PRIMAD, www.ir-metadata.org) as a YAML document."""
+    import yaml
+
+    body = yaml.safe_dump(dict(metadata), sort_keys=False, allow_unicode=True, width=1000)
+    return (
+        "# ir_metadata (www.ir-metadata.org) of the TREC run beside this file. To annotate the\n"
+        "# run itself as the schema describes, prepend `io.ir_metadata_lines(meta)`.\n" + body
+    )
+
+
 def ir_metadata_lines(metadata: Mapping[str, Any]) -> list[str]:
-    """An ir_metadata block (PRIMAD, www.ir-metadata.org): its YAML as `#` comment lines."""
+    """An ir_metadata block as `#` comment lines between `# ir_metadata.start` and `.end` (the
+    in-file header the schema describes; TREC tools other than ours reject such lines)."""
     import yaml
 
     body = yaml.safe_dump(dict(metadata), sort_keys=False, allow_unicode=True, width=1000)
@@ -147,7 +243,12 @@ def ir_metadata_lines(metadata: Mapping[str, Any]) -> list[str]:
 
 
 _TREC_COLUMNS = ["query_id", "q0", "doc_id", "file_rank", "score", "tag"]
-_TREC_FORMAT = "expected 6 space-separated fields `qid Q0 docid rank score tag` per line"
+_TREC_FORMAT = (
+    "expected 6 whitespace-separated fields `qid Q0 docid rank score tag` per line"
+)
+# Six fields separated by any run of spaces or tabs (as trec_eval, ir_measures, ranx and
+# pytrec_eval read them); a line with fewer or more fields matches nothing (null columns).
+_TREC_LINE = r"^\s*" + r"\s+".join([r"(\S+)"] * 6) + r"\s*$"
 
 
 def _check_trec_rows(df: pl.DataFrame, p: Path) -> None:
@@ -161,9 +262,8 @@ def _check_trec_rows(df: pl.DataFrame, p: Path) -> None:
         rows = df.filter(check)
         if rows.height:
             row = rows.row(0, named=True)
-            text = " ".join(str(row[c]) for c in _TREC_COLUMNS if row[c] is not None)
             raise ArtifactError(
-                f"{p}: malformed TREC run: line {row['_line']} {what}: {text!r} "
+                f"{p}: malformed TREC run: line {row['_line']} {what}: {row['_text']!r} "
                 f"({rows.height} such lines); {_TREC_FORMAT}."
             )
     rows = df.filter(~score.is_finite())
@@ -175,28 +275,39 @@ def _check_trec_rows(df: pl.DataFrame, p: Path) -> None:
         )
 
 
+def _trec_lines(p: Path) -> pl.DataFrame:
+    """`_line, _text`: the file's lines that are neither blank nor `#` comments."""
+    import gzip
+
+    try:
+        data = p.read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        text = data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ArtifactError(f"{p}: unreadable TREC run ({e}); {_TREC_FORMAT}.") from e
+    lines = pl.Series("_text", text.splitlines(), dtype=pl.Utf8)
+    frame = pl.DataFrame(lines).with_row_index("_line", offset=1)
+    stripped = pl.col("_text").str.strip_chars()
+    return frame.filter((stripped != "") & ~stripped.str.starts_with("#"))
+
+
 def read_trec_run(path: str | Path) -> pl.DataFrame:
     """Read a TREC run file (plain or .gz); rank is recomputed from the score order.
 
-    Per SPEC §1, a run is sorted by score descending and ties keep the file order. Lines
-    starting with `#` (an ir_metadata block) are skipped; error line numbers count the others.
+    Fields are separated by any whitespace, as trec_eval reads them. Per SPEC §1, a run is
+    sorted by score descending and ties keep the file order (effectiveness metrics then
+    break ties as trec_eval does, `pipeline.metrics.effectiveness`). Blank lines and lines
+    starting with `#` (e.g. an ir_metadata block) are skipped; errors name the file's line.
     """
     p = _existing(path)
-    try:
-        df = pl.read_csv(
-            p,
-            separator=" ",
-            has_header=False,
-            comment_prefix="#",
-            new_columns=_TREC_COLUMNS,
-            schema_overrides=dict.fromkeys(_TREC_COLUMNS, pl.Utf8),
-        )
-    except (pl.exceptions.PolarsError, OSError) as e:
-        cause = (str(e).strip().splitlines() or [""])[0]
-        raise ArtifactError(f"{p}: malformed TREC run ({cause}); {_TREC_FORMAT}.") from e
-    df = df.with_row_index("_line", offset=1)
+    lines = _trec_lines(p)
+    fields = pl.col("_text").str.extract_groups(_TREC_LINE).struct.rename_fields(_TREC_COLUMNS)
+    df = lines.with_columns(fields.alias("_f")).unnest("_f")
+    if df.height == 0:
+        raise ArtifactError(f"{p}: empty TREC run (no result lines); {_TREC_FORMAT}.")
     _check_trec_rows(df, p)
-    df = df.with_columns(pl.col("score").cast(pl.Float64)).drop("_line")
+    df = df.with_columns(pl.col("score").cast(pl.Float64)).drop("_line", "_text")
     df = df.with_row_index("_order")
     df = df.sort(["query_id", "score", "_order"], descending=[False, True, False])
     df = df.with_columns(

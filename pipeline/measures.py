@@ -57,7 +57,7 @@ from pipeline.bias import (
     score_documents,
 )
 from pipeline.metrics import METRICS, EvalInputs, get_metric, get_record, measure_of
-from pipeline.metrics.inputs import AwrfTarget
+from pipeline.metrics.inputs import AwrfTarget, labelled_groups
 from pipeline.metrics.suite import DEFAULT_CUTOFFS, evaluate
 
 if TYPE_CHECKING:
@@ -65,7 +65,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-GROUPS = ("F", "M", "N")
 DEFAULT_TOKENIZER = "words"
 IR_MEASURES_NAMES = {
     m.base: m.ir_measures
@@ -107,13 +106,10 @@ def score_corpus(
     )
 
 
-def doc_groups(corpus: pl.DataFrame) -> pl.DataFrame | None:
-    """`doc_id, group` for documents labelled F, M or N (None without a `group` column)."""
-    if "group" not in corpus.columns:
-        return None
-    return corpus.select(pl.col("doc_id").cast(pl.Utf8), pl.col("group").cast(pl.Utf8)).filter(
-        pl.col("group").is_in(GROUPS)
-    )
+def doc_groups(corpus: pl.DataFrame, source: str = "corpus") -> pl.DataFrame | None:
+    """`doc_id, group` for documents labelled F, M or N (None without a `group` column or
+    without any such label); an unknown label names `source` and stops."""
+    return labelled_groups(corpus, source)
 
 
 @dataclass(frozen=True)
@@ -137,10 +133,13 @@ class Collection:
         liwc_dic: str | Path | None = None,
         background: pl.DataFrame | None = None,
         awrf_target: AwrfTarget = "uniform",
+        source: str = "corpus",
     ) -> Collection:
-        """Score `corpus` (`doc_id, text[, group]`) and keep its F/M/N labels."""
+        """Score `corpus` (`doc_id, text[, group]`, read from `source`) and keep its F/M/N
+        labels."""
+        groups = doc_groups(corpus, source)  # checked first: scoring a big corpus takes time
         scores = score_corpus(corpus, tokenizer=tokenizer, liwc_dic=liwc_dic)
-        return cls(scores, doc_groups(corpus), background, awrf_target)
+        return cls(scores, groups, background, awrf_target)
 
     def candidates(self, run: pl.DataFrame) -> pl.DataFrame:
         """NFaiRR's background of the run's queries: `background`, else the run itself."""

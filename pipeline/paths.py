@@ -10,6 +10,7 @@ DATA = Path("data")
 CORPUS = DATA / "corpus.parquet"
 QUERIES = DATA / "queries.parquet"
 QRELS = DATA / "qrels.parquet"
+QRELS_TREC = DATA / "qrels.trec"
 TRIPLES = DATA / "triples.parquet"
 FIRST_STAGE = DATA / "first_stage.parquet"
 ALIGNMENTS = DATA / "alignments.parquet"
@@ -22,7 +23,8 @@ EVAL = Path("eval")
 METRICS = Path("metrics")
 PLOTS = Path("plots")
 REPORT_PLOTS = PLOTS / "report"
-TRAIN_CURVES = PLOTS / "train"
+LIVE = Path("dvclive")
+CHECKPOINTS = Path("checkpoints")
 CURRICULUM_PLOTS = PLOTS / "curriculum"
 AUDIT_CSV = METRICS / "audit_edbt2022.csv"
 AUDIT_MD = METRICS / "audit_edbt2022.md"
@@ -51,7 +53,7 @@ def model(method: str, sub: str, fold: int) -> Path:
 def checkpoints(method: str, sub: str, fold: int) -> Path:
     """One fold's resumable training checkpoints: outside the stage's outs, so DVC keeps
     them when a killed stage reruns."""
-    return Path("checkpoints", method, sub, f"fold-{fold}")
+    return CHECKPOINTS / method / sub / f"fold-{fold}"
 
 
 def runs(method: str, sub: str = "") -> Path:
@@ -69,6 +71,6 @@ def metrics(method: str) -> Path:
     return METRICS / f"{method}.json"
 
 
-def curve(method: str) -> Path:
-    """The method's training curve (a DVC plot)."""
-    return TRAIN_CURVES / f"{method}.csv"
+def live(method: str) -> Path:
+    """The method's DVCLive training log (``metrics.json``, ``plots/metrics/<run>/*.tsv``)."""
+    return LIVE / method

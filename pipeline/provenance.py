@@ -1,11 +1,14 @@
 """Provenance of a run: the ir_metadata block (Breuer et al., SIGIR 2022, "ir_metadata: an
 extensible metadata schema for IR experiments"; www.ir-metadata.org, schema version 0.1)
-that starts every TREC run the pipeline writes (`pipeline.io.write_trec_run(metadata=...)`).
+of every TREC run the pipeline writes, in a YAML file beside the run
+(`runs/<method>/run.trec.ir_metadata.yaml`, `pipeline.io.write_trec_run(metadata=...)`), so
+that the run itself stays a plain six-column file every TREC tool reads.
 
 The PRIMAD components, filled from params.yaml and dvc.lock:
 
-- **platform**: the software libraries and their versions, the retrieval toolkit, the device
-  requested by params (`train.device`);
+- **platform**: the software libraries and their versions, the retrieval toolkit, the locked
+  environment (`requirements.lock`'s sha256 and any installed package that differs from
+  it), the device requested by params (`train.device`);
 - **implementation**: the command, the language, the repository (its `origin` URL, without
   credentials, when it has one) and the git tree hashes of the code (`pipeline/`, `stages/`)
   at HEAD, with `dirty: true` when tracked code differs from HEAD;
@@ -43,12 +46,14 @@ import yaml
 from pipeline import paths
 from pipeline.data import get_source
 from pipeline.errors import InputError
+from pipeline.io import metadata_path
 from pipeline.params import Params
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 0.1
-LIBRARIES = ("pipeline", "torch", "transformers", "polars", "numpy", "pyarrow")
+LIBRARIES = ("pipeline", "torch", "transformers", "polars", "numpy", "pyarrow", "scipy")
+LOCK_FILE = "requirements.lock"  # scripts/setup.sh installs it; docs/dependencies.md
 TOOLKITS = ("bm25s",)
 DATA_OUTS = tuple(p.as_posix() for p in (paths.CORPUS, paths.QUERIES, paths.CANDIDATES))
 CODE = ("pipeline", "stages")
@@ -59,6 +64,26 @@ def _version(package: str) -> str:
         return f"{package}=={importlib_metadata.version(package)}"
     except importlib_metadata.PackageNotFoundError:
         return package
+
+
+def environment(root: str | Path = ".") -> dict[str, Any]:
+    """The locked Python environment: the lock file's sha256 and every installed package
+    whose version differs from its pin (none after `scripts/setup.sh`; torch is not locked,
+    its version is in `libraries`). Empty without a lock file."""
+    p = Path(root) / LOCK_FILE
+    if not p.is_file():
+        return {}
+    data = p.read_bytes()
+    pins = re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)", data.decode(), re.MULTILINE)
+    differs = []
+    for name, want in sorted(pins):
+        try:
+            have: str | None = importlib_metadata.version(name)
+        except importlib_metadata.PackageNotFoundError:
+            have = None
+        if have != want:
+            differs.append(f"{name}=={have or 'missing'} (locked {want})")
+    return {"lock": LOCK_FILE, "sha256": hashlib.sha256(data).hexdigest(), "differs": differs}
 
 
 def lock_hashes(lock_path: str | Path = "dvc.lock") -> dict[str, str]:
@@ -202,6 +227,7 @@ def build_metadata(
                     + [_version(p) for p in LIBRARIES]
                 },
                 "retrieval toolkit": [_version(p) for p in TOOLKITS],
+                **({"environment": env} if (env := environment(root)) else {}),
             },
             "device": params.train.device,
         },
@@ -211,7 +237,10 @@ def build_metadata(
         },
         "method": {
             "automatic": True,
-            "score ties": "first-stage (BM25 candidate) order",
+            "score ties": (
+                "in the file: first-stage (BM25 candidate) order; effectiveness metrics: "
+                "doc id descending (trec_eval); fairness metrics: tie-averaged"
+            ),
             "retrieval": [
                 {
                     "name": "bm25",
@@ -231,10 +260,16 @@ def build_metadata(
 
 
 def read_metadata(path: str | Path) -> dict[str, Any] | None:
-    """The ir_metadata block at the start of a TREC run file (None when it has none)."""
+    """The ir_metadata of a TREC run: the YAML file beside it (`<run>.ir_metadata.yaml`, as
+    the pipeline writes it) or, in a run annotated as the schema describes, the block between
+    `# ir_metadata.start` and `# ir_metadata.end` at its start. None when it has neither."""
     import gzip
 
     p = Path(path)
+    side = metadata_path(p)
+    if side.is_file():
+        loaded = yaml.safe_load(side.read_text(encoding="utf-8"))
+        return loaded if isinstance(loaded, dict) else None
     opener: Any = gzip.open if p.suffix == ".gz" else open
     lines: list[str] = []
     with opener(p, "rt", encoding="utf-8") as f:

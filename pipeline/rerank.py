@@ -120,8 +120,8 @@ def write_method_runs(
 ) -> None:
     """Rerank with ``load(seed, seed folder, fold)`` for every seed of ``train.seeds`` (one
     seed, ``train.seed``, for an untrained model) → ``<out>/<method>/[seed-<n>/]run.parquet``
-    and ``run.trec`` (with its ir_metadata header). ``models``: the trained models' root,
-    hashed into the metadata (``models/<method>``)."""
+    and ``run.trec`` (its ir_metadata in ``run.trec.ir_metadata.yaml``). ``models``: the
+    trained models' root, hashed into the metadata (``models/<method>``)."""
     for seed, sub in params.seed_runs_of(method):
         run = rerank_folds(
             lambda fold, s=seed, d=sub: load(s, d, fold),  # type: ignore[misc]

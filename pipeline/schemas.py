@@ -30,6 +30,7 @@ class Schema:
     unique: tuple[str, ...] = ()
     non_empty: bool = False
     finite: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()  # string columns that must have no nulls, not all empty
 
     def columns(self) -> dict[str, pa.DataType]:
         return {**self.required, **self.optional}
@@ -41,6 +42,7 @@ CORPUS = Schema(
     {"title": STR, "group": STR, "split": STR, "fold": I64},
     unique=("doc_id",),
     non_empty=True,
+    texts=("text",),
 )
 QUERIES = Schema(
     "queries",
@@ -48,6 +50,7 @@ QUERIES = Schema(
     {"set": STR, "category": STR, "fold": I64},  # fold: where the query is tested (k-fold)
     unique=("query_id",),
     non_empty=True,
+    texts=("text",),
 )
 QRELS = Schema(
     "qrels",
@@ -226,6 +229,7 @@ def validate(table: pa.Table, schema: Schema, source: str) -> pa.Table:
     out = out.cast(target)
     _check_rows(out, schema, source)
     _check_ids(out, schema, source)
+    _check_texts(out, schema, source)
     return out
 
 
@@ -251,6 +255,27 @@ def _unique(table: pa.Table, schema: Schema) -> list[str]:
     """The key columns of ``schema.unique`` the table has (optional ones, e.g. `fold`, may be
     absent)."""
     return [c for c in schema.unique if c in table.column_names]
+
+
+def _check_texts(table: pa.Table, schema: Schema, source: str) -> None:
+    """No null texts (a tokenizer cannot read them), and not every text empty (nothing to
+    score or rank: every fairness metric would read it as neutral)."""
+    for c in schema.texts:
+        column = table.column(c)
+        if column.null_count:
+            first = pc.index(column.is_null(), True).as_py()
+            keys = {k: table.column(k)[first].as_py() for k in _unique(table, schema)}
+            raise SchemaError(
+                f"{source}: {column.null_count} rows have a null {c!r}, first {keys} (row "
+                f"{first}); fix the file (give every row a text, or drop those rows) or "
+                "regenerate it with `dvc repro`."
+            )
+        if table.num_rows and (pc.max(pc.utf8_length(column)).as_py() or 0) == 0:
+            raise SchemaError(
+                f"{source}: every one of the {table.num_rows} {c!r} values is empty, so nothing "
+                "can be scored or ranked; fix the file, or the source it was made from "
+                "(`dataset` in params.yaml), and rerun `dvc repro`."
+            )
 
 
 def _check_ids(table: pa.Table, schema: Schema, source: str) -> None:

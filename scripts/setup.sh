@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # Set up a fresh machine: a virtual environment in .venv with the CPU build of torch pinned,
-# then the project with its dev extras. Idempotent: rerunning is cheap.
+# then every other Python dependency at the exact version and hash of requirements.lock
+# (the environment that produced the committed dvc.lock and metrics), then the project
+# itself. Idempotent: rerunning is cheap and puts back any package that drifted from the lock.
+#   TORCH_VERSION=...  another torch (GPU users: install your CUDA build of torch into .venv
+#                      first; an installed torch is kept, whatever its build)
+#   LOCK=0             no lock: the newest releases pyproject.toml's ranges allow (e.g. on a
+#                      platform other than Linux x86_64 / CPython 3.11, which the lock is for)
+# docs/dependencies.md, "The locked environment", says how to refresh the lock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -10,8 +17,16 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 # CPU wheel first: an unpinned torch requirement would pull several GB of CUDA packages.
-# GPU users: install your CUDA torch build into .venv before running this script.
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   .venv/bin/pip install --quiet "torch==${TORCH_VERSION:-2.13.0}" 2>&1 | quiet
 fi
-.venv/bin/pip install --quiet -e ".[dev]" 2>&1 | quiet
+if [ "${LOCK:-1}" = 0 ]; then
+  .venv/bin/pip install --quiet -e ".[dev]" 2>&1 | quiet
+  exit 0
+fi
+# Exactly the lock: every file checked against its sha256; --no-deps because the lock lists
+# every dependency (torch, installed above, is left out of it on purpose).
+.venv/bin/pip install --quiet --require-hashes --no-deps -r requirements.lock 2>&1 | quiet
+# The project itself, editable, with the locked setuptools (no download, no resolution).
+.venv/bin/pip install --quiet --no-deps --no-build-isolation -e . 2>&1 | quiet
+.venv/bin/pip check >/dev/null || { .venv/bin/pip check; exit 1; }

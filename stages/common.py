@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from pipeline.errors import is_expected
+from pipeline.errors import disk_full_line, is_disk_full, is_expected
 from pipeline.params import Params, load_params
 
 Extra = Callable[[argparse.ArgumentParser], None]
@@ -34,14 +34,14 @@ def setup(
 
 
 def run_stage(main: Callable[[Sequence[str] | None], None]) -> None:
-    """Run `main`; the project's own errors (`pipeline.errors`) end with one clear line and
-    exit 1; anything else (a bug, CUDA out of memory) keeps its traceback."""
+    """Run `main`; the project's own errors (`pipeline.errors`) and a full disk end with one
+    clear line and exit 1; anything else (a bug, CUDA out of memory) keeps its traceback."""
     try:
         main(None)
     except Exception as e:
-        if not is_expected(e):
+        if not is_expected(e) and not is_disk_full(e):
             raise
-        logging.getLogger("stages").error("%s", e)
+        logging.getLogger("stages").error("%s", e if is_expected(e) else disk_full_line(e))
         sys.exit(1)
 
 

@@ -1,4 +1,4 @@
-"""Stage `extract`: dataset source → corpus, queries, qrels, triples Parquet."""
+"""Stage `extract`: dataset source → corpus, queries, qrels, triples Parquet (+ TREC qrels)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     io.write_table(out.corpus, paths.CORPUS, schemas.CORPUS)
     io.write_table(out.queries, paths.QUERIES, schemas.QUERIES)
     io.write_table(out.qrels, paths.QRELS, schemas.QRELS)
+    io.write_trec_qrels(out.qrels, paths.QRELS_TREC)  # for trec_eval, ir_measures, ranx
     io.write_table(out.triples, paths.TRIPLES, schemas.TRIPLES)
     # Optional tables are always written (empty when the source has none): DVC outputs.
     first = out.first_stage if out.first_stage is not None else _empty(schemas.CANDIDATES)

@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "evaluation": _evaluation(params.dataset.folds),
         },
         plots_dir=paths.REPORT_PLOTS,
-        train_dir=paths.TRAIN_CURVES,
+        train_dir=paths.LIVE,
         correction=params.report.correction,
         bootstrap_samples=params.report.bootstrap_samples,
         bootstrap_seed=params.report.bootstrap_seed,

@@ -1,5 +1,6 @@
 """Stage `train@<method>`: one ranker of `model.arch` per fold (and seed) on the method's
 ordered triples and loss → `models/<method>/[seed-<n>/]fold-<k>/` (pipeline.train.method),
+its DVCLive training log → `dvclive/<method>/` (pipeline.train.live),
 then each saved fold model reranks its fold's BM25 candidates → `runs/<method>/[seed-<n>/]`
 `run.parquet` + `run.trec` (pipeline.rerank). One process for both: the default run has 22
 methods, and a separate rerank process per method cost ~10 s of start-up each."""
@@ -10,12 +11,15 @@ import logging
 from collections.abc import Sequence
 
 from pipeline import io, paths, schemas
+from pipeline.doctor import sweep_checkpoints
 from pipeline.models.base import Ranker
 from pipeline.models.features import load_features
 from pipeline.models.registry import load_ranker
 from pipeline.params import get_method
 from pipeline.rerank import write_method_runs
 from pipeline.train import distributed
+from pipeline.train.checkpoint import clear_method_checkpoints
+from pipeline.train.live import TrainLog
 from pipeline.train.method import train_method
 from stages.common import run_stage, setup, texts, torch_threads
 
@@ -25,15 +29,19 @@ log = logging.getLogger("stages.train")
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv, method=True)
     get_method(ns.params, ns.method)
+    if distributed.is_main():  # other methods' checkpoints whose stage DVC restored: stale
+        sweep_checkpoints(keep=ns.method)
     torch_threads(ns.params)
     ordered = io.read_table(paths.ordered(ns.method), schemas.ORDERED_TRIPLES)
     doc_scores = io.read_table(paths.DOC_SCORES, schemas.DOC_SCORES)
     features, text = load_features(paths.FEATURES), texts()
     models = paths.models(ns.method)
-    curve = train_method(ns.params, ns.method, ordered, text, doc_scores, models, features)
-    if not distributed.is_main():  # under torchrun, rank 0 alone writes the outputs
+    main_rank = distributed.is_main()  # under torchrun, rank 0 alone writes the outputs
+    live = TrainLog(paths.live(ns.method)) if main_rank else None
+    curve = train_method(ns.params, ns.method, ordered, text, doc_scores, models, features, live)
+    if live is None:
         return
-    io.write_text(curve.write_csv(), paths.curve(ns.method))
+    live.close()
     log.info(
         "train@%s: %d logged steps, final loss %.4f", ns.method, curve.height, curve["loss"][-1]
     )
@@ -43,6 +51,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     candidates = io.read_table(paths.CANDIDATES, schemas.CANDIDATES)
     write_method_runs(ns.params, ns.method, load, candidates, text, features, models=models)
+    clear_method_checkpoints(ns.method)  # every output is written: nothing left to resume
 
 
 if __name__ == "__main__":

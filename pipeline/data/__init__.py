@@ -2,9 +2,10 @@
 
 A public module of this package that defines ``RECORD = Source(name, fn, Config)`` is a
 source (:class:`~pipeline.data.common.Source`); the others (``common``, ``irds``,
-``trec_fair_submission``) are helpers. The registry is collected from those records, so a
-new source is one file: its params section is ``dataset.<section>`` (its name with ``-``
-as ``_``), loaded into its ``Config`` by ``pipeline.params``.
+``trec_fair_articles``, ``trec_fair_submission``) are helpers. The registry is collected
+from those records, so a new source is one file: its params section is
+``dataset.<section>`` (its name with ``-`` as ``_``), loaded into its ``Config`` by
+``pipeline.params``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import polars as pl
 from pipeline.config import collect, lookup
 from pipeline.data.common import Extracted, Source
 
-HELPERS = frozenset({"common", "irds", "trec_fair_submission"})
+HELPERS = frozenset({"common", "irds", "trec_fair_articles", "trec_fair_submission"})
 """Public modules of this package that are not sources."""
 
 

@@ -13,9 +13,12 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import locale
 import logging
 import os
+import shlex
 import socket
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -79,15 +82,60 @@ def probe_host(host: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
 
 Need = tuple[str, str]  # (ir_datasets id, entity: docs | queries | qrels | docpairs)
 
+# Needs whose files the project streams itself (`pipeline.data.trec_fair_articles`), because
+# `ir_datasets export … docs` would first build ir_datasets' docstore (for TREC Fair 2022: all
+# 6.46M metadata records in one dict, a projected 24 GiB: benchmarks/README.md). They are
+# fetched by URL into the cache paths ir_datasets reads: (collection folder, keys of
+# ir_datasets' etc/downloads.json).
+FILE_NEEDS: dict[Need, tuple[str, tuple[str, ...]]] = {
+    ("trec-fair/2022/train", "docs"): ("trec-fair", ("2022/docs", "2022/metadata")),
+}
+
+
+def download_files(top: str, keys: Sequence[str]) -> list[tuple[str, Path, int | None, str]]:
+    """`(url, cache path, size in bytes, md5)` of ir_datasets' downloads `keys` of `top`."""
+    from ir_datasets.util import DownloadConfig
+
+    entries = DownloadConfig.context(top).contents()
+    out = []
+    for key in keys:
+        e = entries[key]
+        path = irds_home() / top / e["cache_path"]
+        out.append((e["url"], path, e.get("size_hint"), e.get("expected_md5", "")))
+    return out
+
+
+def fetch_commands(needs: Sequence[Need]) -> list[str]:
+    """Shell commands that download what `needs` read into the ir_datasets cache: `ir_datasets
+    export` (the files and the derived caches it builds), or `curl` into the cache path for
+    the files in `FILE_NEEDS`."""
+    commands: list[str] = []
+    for need in needs:
+        if need not in FILE_NEEDS:
+            commands.append(f"ir_datasets export {need[0]} {need[1]} > /dev/null")
+            continue
+        for url, path, _, _ in download_files(*FILE_NEEDS[need]):
+            command = f"curl -fL --create-dirs -o {shlex.quote(str(path))} {shlex.quote(url)}"
+            if command not in commands:
+                commands.append(command)
+    return commands
+
+
+def _sizes(needs: Sequence[Need]) -> str:
+    files = [f for n in needs if n in FILE_NEEDS for f in download_files(*FILE_NEEDS[n])]
+    unique = {path.name: (size or 0, md5) for _, path, size, md5 in files}
+    parts = [f"{name} {size / 1e9:.2f} GB, md5 {md5}" for name, (size, md5) in unique.items()]
+    return f" ({'; '.join(parts)})" if parts else ""
+
 
 def how_to_fetch(needs: Sequence[Need]) -> str:
     """The fix line of every download error: what to fetch, and how."""
     top = needs[0][0].split("/")[0]
-    commands = " && ".join(f"ir_datasets export {d} {e} > /dev/null" for d, e in needs)
+    commands = " && ".join(fetch_commands(needs))
     return (
         f"Fix: on a machine with network run `{commands}` (downloads into "
-        f"{irds_home() / top}{TERMS.get(top, '')}), then copy that folder to this machine "
-        "(or point IR_DATASETS_HOME at it) and rerun."
+        f"{irds_home() / top}{TERMS.get(top, '')}{_sizes(needs)}), then copy that folder to "
+        "this machine (or point IR_DATASETS_HOME at it) and rerun."
     )
 
 
@@ -118,17 +166,39 @@ def preflight(needs: Sequence[Need], probe: Probe = probe_host, home: Path | Non
 
 
 @contextlib.contextmanager
-def guarded(dataset_id: str, what: str) -> Iterator[None]:
+def guarded(dataset_id: str, *entities: str) -> Iterator[None]:
     """Turn an ir_datasets download failure inside the block into `SourceUnavailableError`."""
     try:
         yield
     except SourceUnavailableError:
         raise
     except (OSError, RuntimeError) as e:  # requests' ConnectionError is an OSError
+        what = " and ".join(", ".join(entities).rsplit(", ", 1))
         raise SourceUnavailableError(
             f"{dataset_id}: could not read {what} through ir_datasets "
-            f"({type(e).__name__}: {str(e)[:300]}). " + how_to_fetch([(dataset_id, what)])
+            f"({type(e).__name__}: {str(e)[:300]}). "
+            + how_to_fetch([(dataset_id, entity) for entity in entities])
         ) from e
+
+
+def check_text_encoding(dataset_id: str) -> None:
+    """ir_datasets reads TSV files (`TsvDocs`, `TsvQueries`, `TsvDocPairs`) through
+    `io.TextIOWrapper` without an encoding, i.e. in the locale's; with a non-UTF-8 locale and
+    UTF-8 mode off (`LC_ALL=C PYTHONUTF8=0`) the first non-ASCII passage raises
+    `UnicodeDecodeError` deep inside ir_datasets. Stop before reading, with the fix."""
+    encoding = locale.getpreferredencoding(False)
+    try:
+        utf8 = codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        utf8 = False
+    if not utf8:
+        raise SourceUnavailableError(
+            f"{dataset_id}: ir_datasets reads its TSV files in the locale's text encoding, "
+            f"here {encoding!r} (LC_ALL={os.environ.get('LC_ALL', '')!r}, "
+            f"PYTHONUTF8={os.environ.get('PYTHONUTF8', '')!r}), and the collection is UTF-8 "
+            "with non-ASCII text, so reading it would fail. Fix: rerun with PYTHONUTF8=1 "
+            "(or a UTF-8 locale, e.g. LC_ALL=C.UTF-8)."
+        )
 
 
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:

@@ -37,6 +37,7 @@ from pipeline.data.irds import (
     Probe,
     batched,
     bm25_over_docs,
+    check_text_encoding,
     default_loader,
     guarded,
     lookup_docs,
@@ -239,6 +240,7 @@ def extract_msmarco(
     """
     if load is None:
         preflight(NEEDS, probe, home)
+        check_text_encoding(COLLECTION_ID)
         load = default_loader()
     out = Path(out_dir)
     evaluated = load_query_set(cfg.query_set)

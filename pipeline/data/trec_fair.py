@@ -30,12 +30,13 @@ from pipeline.data.common import Extracted, Source
 from pipeline.data.irds import (
     Loader,
     Probe,
+    batched,
     default_loader,
     guarded,
-    lookup_docs,
     preflight,
     probe_host,
 )
+from pipeline.data.trec_fair_articles import read_articles
 from pipeline.errors import InputError
 from pipeline.schemas import UNKNOWN_GROUP as UNKNOWN
 
@@ -44,6 +45,7 @@ log = logging.getLogger(__name__)
 DATASET_ID = "trec-fair/2022/train"
 DEFAULT_DIMENSIONS = ("gender_category", "page_subcont_regions")
 NOT_GROUPS = ("doc_id", "title", "text", "url")
+ENTITIES = ("queries", "qrels", "docs")
 
 
 @dataclass(frozen=True)
@@ -143,9 +145,13 @@ def make_triples(
     """Each corpus doc relevant to a train query × `negatives` corpus docs not relevant to it."""
     rng = np.random.default_rng(seed)
     corpus = np.array(sorted(qrels["doc_id"].unique().to_list()), dtype=object)
+    # only judgements of corpus docs can remove a negative (2.1M qrels at full size)
+    in_corpus = all_qrels.filter(
+        pl.col("doc_id").is_in(pl.Series(corpus.tolist(), dtype=pl.Utf8).implode())
+    )
     rows: list[tuple[str, str, str]] = []
     for qid in sorted(train):
-        judged = all_qrels.filter(pl.col("query_id") == qid)["doc_id"].to_numpy()
+        judged = in_corpus.filter(pl.col("query_id") == qid)["doc_id"].to_numpy()
         pool = corpus[~np.isin(corpus, judged)]
         positives = qrels.filter(pl.col("query_id") == qid)["doc_id"].to_list()
         if pool.size == 0 or negatives == 0:
@@ -173,7 +179,7 @@ def _documents(
     dataset: Any, doc_ids: list[str], cfg: TrecFairConfig
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     corpus_parts, align_parts = [], []
-    for docs in lookup_docs(dataset.docs_store(), doc_ids, cfg.batch_size, desc="trec-fair docs"):
+    for docs in batched(read_articles(dataset, doc_ids), cfg.batch_size):
         corpus_parts.append(
             pl.DataFrame(
                 {
@@ -185,7 +191,13 @@ def _documents(
             )
         )
         align_parts.append(doc_alignments(docs, cfg.dimensions))
-    return pl.concat(corpus_parts), pl.concat(align_parts)
+    if not corpus_parts:
+        raise InputError(
+            f"{DATASET_ID}: none of the {len(doc_ids)} sampled relevant articles is in the "
+            "corpus file; is the ir_datasets download truncated? Delete it and rerun."
+        )
+    corpus = pl.concat(corpus_parts).sort("doc_id")
+    return corpus, pl.concat(align_parts).sort("doc_id", maintain_order=True)
 
 
 def extract_trec_fair(
@@ -193,9 +205,9 @@ def extract_trec_fair(
 ) -> TrecFair:
     """Corpus, queries, qrels, triples and alignments of `trec-fair/2022/train`."""
     if load is None:
-        preflight([(DATASET_ID, e) for e in ("queries", "qrels", "docs")], probe)
+        preflight([(DATASET_ID, e) for e in ENTITIES], probe)
         load = default_loader()
-    with guarded(DATASET_ID, "queries, qrels and docs"):
+    with guarded(DATASET_ID, *ENTITIES):
         dataset = load(DATASET_ID)
         check_dimensions(dataset.docs_cls(), cfg.dimensions)
         queries = _queries(dataset, cfg)

@@ -54,6 +54,12 @@ def awrf(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
     aligned = ctx.alignments
     if aligned is None:
         aligned = one_hot(require(ctx, "doc_groups", "awrf"))
+    if not aligned.height:
+        what = "doc_groups holds no labelled" if ctx.alignments is None else "alignments hold no"
+        raise InputError(
+            f"awrf: {what} document, so there is no group to compare; label documents F, M or "
+            "N in the corpus's `group` column, or leave doc_groups None to skip AWRF"
+        )
     qrels = None if ctx.awrf_target == "uniform" else require(ctx, "qrels", "awrf (relevant)")
     out = awrf_alignments(ctx.run, aligned, cutoffs, ctx.awrf_target, qrels)
     if ctx.qrels is None:

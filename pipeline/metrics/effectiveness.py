@@ -6,10 +6,20 @@
   ranx's `ndcg` and trec_eval compute it.
 
 Both are averaged over **all** run queries: a query without any qrel > 0 scores 0 and is
-flagged in the count column `n_queries_no_relevant`. ranx is fed our `rank` order through its
-array interface (one row `[doc code, -rank]` per document, padded to a common length), so
-neither score ties nor score values can reorder the run, and no per-query Python dicts are
-built (that costs seconds at 1,765 queries x 200 documents).
+flagged in the count column `n_queries_no_relevant`.
+
+**Ties** (docs/decisions.md, "Ties in effectiveness metrics"): documents are ranked as
+trec_eval ranks them (`form_res_rels.c`, `comp_sim_docno`): by score descending, equal scores
+by document id descending (byte order, as `strcmp`), whatever their order in the run. So every
+value here equals trec_eval's, pytrec_eval's and ir_measures' on the same run, and none
+depends on how tied documents sit in a file. ranx's own `Run` differs only on queries where
+tied documents straddle a relevant one: it sorts each query with numba's unstable quicksort,
+whose tie order follows neither the file nor the ids.
+
+ranx computes the values from that order, fed through its array interface (one row
+`[doc code, -position]` per document, padded to a common length), so ranx cannot reorder the
+run, and no per-query Python dicts are built (that costs seconds at 1,765 queries x 200
+documents).
 """
 
 from __future__ import annotations
@@ -59,8 +69,19 @@ def ndcg_per_query(run: pl.DataFrame, qrels: pl.DataFrame, cutoffs: Sequence[int
     return finish(query_frame(run), values, []).with_columns(pl.col(cols).fill_null(0.0))
 
 
+def trec_eval_order(run: pl.DataFrame) -> pl.DataFrame:
+    """`run` with `rank` recomputed as trec_eval ranks: score descending, then doc id
+    descending (the tie rule of trec_eval's `comp_sim_docno`)."""
+    ordered = run.sort(["query_id", "score", "doc_id"], descending=[False, True, True])
+    return ordered.with_columns(
+        pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("query_id").alias("rank")
+    )
+
+
 def ranx_per_query(run: pl.DataFrame, qrels: pl.DataFrame, metrics: list[str]) -> pl.DataFrame:
-    """`query_id` + one column per ranx metric name, for the run queries with a qrel > 0."""
+    """`query_id` + one column per ranx metric name, for the run queries with a qrel > 0,
+    with the run ranked as trec_eval ranks it (`trec_eval_order`)."""
+    run = trec_eval_order(run)
     relevant = qrels.filter(pl.col("relevance") > 0).join(
         run.select("query_id").unique(), on="query_id", how="semi"
     )

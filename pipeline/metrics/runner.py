@@ -17,14 +17,13 @@ import polars as pl
 
 from pipeline import io, paths, schemas
 from pipeline.metrics import EvalInputs
-from pipeline.metrics.inputs import intersect
+from pipeline.metrics.inputs import intersect, labelled_groups
 from pipeline.metrics.suite import aggregate as aggregate_metrics
 from pipeline.metrics.suite import evaluate
 from pipeline.metrics.trec_fair2022 import trec_fair_metrics
 from pipeline.params import EvaluateParams
 from pipeline.stats import mean_std
 
-AWRF_GROUPS = ("F", "M", "N")
 TREC_FAIR = "trec-fair-2022"  # SPEC §4.6 "TREC Fair 2022 mode": the track's metrics too
 
 
@@ -49,7 +48,7 @@ def read_shared(data: str | Path = paths.DATA) -> Shared:
     if "group" in io.parquet_columns(d / "corpus.parquet"):
         corpus = io.read_table(str(d / "corpus.parquet"), schemas.CORPUS)
         # Documents labelled `both` have no single F/M/N alignment and are dropped from AWRF.
-        groups = corpus.select("doc_id", "group").filter(pl.col("group").is_in(AWRF_GROUPS))
+        groups = labelled_groups(corpus, str(d / "corpus.parquet"))
     return Shared(
         qrels=io.read_table(str(d / "qrels.parquet"), schemas.QRELS),
         doc_scores=io.read_table(str(d / "doc_scores.parquet"), schemas.DOC_SCORES),

@@ -206,7 +206,10 @@ def track_alignments(alignments: pl.DataFrame) -> pl.DataFrame:
         elif dim == "occ":
             part = _renormalise(
                 part.with_columns(
-                    pl.when(group == UNKNOWN_GROUP).then(pl.lit(UNKNOWN)).otherwise(group)
+                    pl.when(group == UNKNOWN_GROUP)
+                    .then(pl.lit(UNKNOWN))
+                    .otherwise(group)
+                    .alias("group")
                 )
             )
         else:  # categorical: one-hot, a missing category is a zero row

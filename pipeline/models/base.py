@@ -27,10 +27,12 @@ import torch
 from torch import Tensor, nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from pipeline.errors import InputError
+from pipeline.errors import InputError, is_disk_full
+from pipeline.io import disk_full
 from pipeline.models.card import card
 from pipeline.models.config import ModelConfig
 from pipeline.models.encoders import encoder_layers
+from pipeline.models.storage import split_frozen
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +91,7 @@ class Ranker(nn.Module):
         self.encoder = encoder
         self.tokenizer = tokenizer
         self.cfg = cfg
+        fix_tokenizer_settings(tokenizer, cfg.max_len)
         self.base = cfg.name  # the pretrained checkpoint it started from
         self.queries: Mapping[str, str] = {}
         self.docs: Mapping[str, str] = {}
@@ -289,14 +292,21 @@ class Ranker(nn.Module):
         return hidden
 
     # -- saving -----------------------------------------------------------------------------
+    def trained_names(self) -> set[str]:
+        """Names (as in the encoder's ``state_dict``) of the encoder tensors that train."""
+        return {n for n, p in self.encoder.named_parameters() if p.requires_grad}
+
     def save(self, out_dir: str | Path) -> Path:
         """Write the model atomically (temporary sibling directory renamed into place)."""
         out = Path(out_dir)
-        out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
         try:
+            out.parent.mkdir(parents=True, exist_ok=True)
             tmp.mkdir()
             self.encoder.save_pretrained(str(tmp))
+            if self.cut:  # the frozen bottom in a shard of its own (pipeline.models.storage)
+                split_frozen(tmp, self.trained_names())
+            fix_tokenizer_settings(self.tokenizer, self.cfg.max_len)  # undo tokenising's changes
             self.tokenizer.save_pretrained(str(tmp))
             self.save_files(tmp)
             meta = {"format": FORMAT_VERSION, "arch": self.arch, "config": asdict(self.cfg),
@@ -304,10 +314,39 @@ class Ranker(nn.Module):
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
             (tmp / "README.md").write_text(card(meta))
             _replace_dir(tmp, out)
+        except Exception as e:  # safetensors, transformers and json each report ENOSPC their way
+            if not is_disk_full(e):
+                raise
+            raise disk_full(out, self.saved_size()) from e
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp)
         return out
+
+    def saved_size(self) -> int:
+        """About the bytes :meth:`save` writes: the weights, plus 2 MiB for the tokenizer and
+        the small JSON files."""
+        tensors = [*self.encoder.state_dict().values(), *self.extra_state().values()]
+        return sum(t.numel() * t.element_size() for t in tensors) + 2 * 2**20
+
+
+def fix_tokenizer_settings(tokenizer: PreTrainedTokenizerBase, max_len: int) -> None:
+    """Set the truncation (``max_len`` tokens) and padding (none) that ``tokenizer.json`` saves.
+
+    A fast tokenizer keeps the truncation and padding of its last call in its backend, and
+    ``save_pretrained`` writes whatever they are: the saved model would then depend on which
+    text was tokenised last (a run resumed after its final checkpoint tokenises nothing and
+    saved the checkpoint's shipped ``max_length`` 128 with fixed padding). The ranker fixes
+    them when it is built and again just before saving, so the saved directory is a function
+    of the training inputs only. Every call of the ranker passes its own lengths."""
+    backend = getattr(tokenizer, "_tokenizer", None)
+    if backend is None:  # a slow (pure Python) tokenizer keeps no such state
+        return
+    backend.no_padding()
+    backend.enable_truncation(
+        max_length=max_len, stride=0, strategy="longest_first",
+        direction=getattr(tokenizer, "truncation_side", "right"),
+    )  # fmt: skip
 
 
 TOP_CHUNK = 8

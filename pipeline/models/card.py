@@ -1,17 +1,22 @@
 """Model cards (Hugging Face ``README.md`` with YAML front matter) for saved rankers.
 
 ``Ranker.save`` writes a card from the model's config; ``python -m pipeline.models.card
-METHOD --fold K --out DIR`` exports a trained fold model with a card that also reports the
-method's measured metrics (``metrics/<method>.json``) and a "Bias, risks and limitations"
-section written from them, next to the ``bm25`` and ``zero-shot`` rows.
+METHOD --fold K --out DIR`` exports a trained fold model with a card that also describes how
+it was trained (the method's ordering and loss with their settings from params.yaml, the data
+set, which fold and how many queries it trained and was tested on, from
+``data/queries.parquet``) and reports the method's measured metrics (``metrics/<method>.json``,
+labelled with what they cover: every fold model pooled over the test queries) and a "Bias,
+risks and limitations" section written from them, next to the ``bm25`` and ``zero-shot`` rows.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,8 +60,10 @@ def card(
     meta: Mapping[str, Any],
     method: str | None = None,
     metrics: Mapping[str, Mapping[str, Any]] | None = None,
+    training: Training | None = None,
 ) -> str:
-    """The card's text. ``metrics``: row name (``method``, ``bm25``, ``zero-shot``) → metrics."""
+    """The card's text. ``metrics``: row name (``method``, ``bm25``, ``zero-shot``) → metrics;
+    ``training``: how this model was trained (:func:`training_of`)."""
     cfg = meta["config"]
     arch, base = str(meta["arch"]), str(meta.get("base", cfg["name"]))
     head = yaml.safe_dump(front_matter(arch, base, method), sort_keys=False)
@@ -67,16 +74,17 @@ def card(
         "Load it with " + _family(arch).usage, "", "## Configuration", "", "```json",
         json.dumps(cfg, indent=2), "```", "",
     ]  # fmt: skip
+    if training is not None:
+        lines += _training_lines(training)
     if metrics and method is not None and method in metrics:
         rows = [r for r in (method, "bm25", "zero-shot") if r in metrics]
         keys = [k for k in HEADLINE if k in metrics[method]]
-        lines += ["## Measured on the default data", "",
+        n = metrics[method].get("n_queries")
+        lines += ["## Evaluation", "", _coverage(training, n), "",
                   "| row | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]  # fmt: skip
         lines += [f"| {r} | " + " | ".join(_fmt(metrics[r].get(k, "")) for k in keys) + " |"
                   for r in rows]  # fmt: skip
-        n = metrics[method].get("n_queries")
-        lines += ["", f"Grep-BiasIR, {n} queries (k-fold cross-validation over queries).", ""]
-        lines += ["## Bias, risks and limitations", "", *_risks(metrics[method]), ""]
+        lines += ["", "## Bias, risks and limitations", "", *_risks(metrics[method], n), ""]
     else:
         lines += ["## Bias, risks and limitations", "",
                   "Not yet measured: export with `python -m pipeline.models.card` after "
@@ -84,7 +92,7 @@ def card(
     return "\n".join(lines)
 
 
-def _risks(m: Mapping[str, Any]) -> list[str]:
+def _risks(m: Mapping[str, Any], n_queries: object = None) -> list[str]:
     out = []
     arab = m.get("ARaB-tf@10")
     if isinstance(arab, float):
@@ -97,10 +105,94 @@ def _risks(m: Mapping[str, Any]) -> list[str]:
             f"places above the female version on average; the male version wins on "
             f"{100 * wins:.0f}% of the queries."
         )
-    out.append("- Grep-BiasIR has 117 queries and binary gender labels: these numbers show the "
+    n = f"{n_queries} queries" if n_queries is not None else "few queries"
+    out.append(f"- These numbers come from {n} with binary gender labels: they show the "
                "method's direction on real text, not its effect at MS MARCO scale, and say "
                "nothing about non-binary gender.")  # fmt: skip
     return out
+
+
+@dataclass(frozen=True)
+class Training:
+    """How one exported model was trained: its method entry and ordering section (params.yaml),
+    the data set, its fold and the queries it trained and was tested on."""
+
+    method: Mapping[str, Any]
+    ordering: Mapping[str, Any]
+    dataset: Mapping[str, Any]
+    train: Mapping[str, Any]
+    fold: int
+    folds: int
+    train_queries: int | None
+    test_queries: int | None
+
+
+def training_of(method: str, fold: int, root: Path = Path(".")) -> Training:
+    """:class:`Training` of ``models/<method>/fold-<fold>`` from ``params.yaml`` (loaded into
+    its typed configs) and ``data/queries.parquet`` (query counts left out when the data are
+    not there)."""
+    from pipeline.data import get_source  # params imports the model families' config
+    from pipeline.params import load_params
+
+    params = load_params(root / "params.yaml")
+    entry = params.methods[method]
+    ordering = params.orderings.get(entry.ordering)
+    source = params.dataset.source
+    dataset = {"name": params.dataset.name, "section": get_source(params.dataset.name).section,
+               **dataclasses.asdict(source)}  # fmt: skip
+    folds = params.dataset.folds
+    n_train = n_test = None
+    queries = root / paths.DATA / "queries.parquet"
+    if queries.is_file():
+        import polars as pl
+
+        q = pl.read_parquet(queries, columns=["query_id", "fold"] if folds > 1 else ["split"])
+        if folds > 1:
+            n_test = q.filter(pl.col("fold") == fold).height
+            n_train = q.height - n_test
+        else:
+            n_test = q.filter(pl.col("split") == "test").height
+            n_train = q.height - n_test
+    train = {k: getattr(params.train, k) for k in ("seed", "seeds", "epochs", "lr", "batch_size",
+                                                   "group_size", "max_steps")}  # fmt: skip
+    return Training(
+        entry.settings(),
+        dataclasses.asdict(ordering) if ordering is not None else {},
+        dataset, train, fold, folds, n_train, n_test,
+    )  # fmt: skip
+
+
+def _training_lines(t: Training) -> list[str]:
+    m = dict(t.method)
+    loss = {k: v for k, v in m.items() if k not in ("ordering", "direction")}
+    order = {"ordering": m.get("ordering"), **({"direction": m["direction"]} if "direction" in m
+                                              else {}), **t.ordering}  # fmt: skip
+    counts = (f"trained on {t.train_queries} queries, tested on {t.test_queries}"
+              if t.train_queries is not None else "query counts: data/queries.parquet missing")
+    split = (f"fold {t.fold} of {t.folds} (k-fold cross-validation over queries)"
+             if t.folds > 1 else "one train/test split")  # fmt: skip
+    return ["## Training", "",
+            f"- Method: `{_inline(m)}`",
+            f"- Ordering: `{_inline(order)}`",
+            f"- Loss: `{_inline(loss)}`",
+            f"- Training: `{_inline(t.train)}`",
+            f"- Data: `{t.dataset.get('name')}` (`dataset.{t.dataset.get('section')}."
+            f"max_queries: {t.dataset.get('max_queries')}`), {split}: this model {counts}.",
+            ""]  # fmt: skip
+
+
+def _inline(d: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in d.items())
+
+
+def _coverage(t: Training | None, n: object) -> str:
+    """What the metrics cover: every fold model of the method, pooled over the test queries."""
+    if t is not None and t.folds > 1:
+        return (f"The method's metrics (`metrics/<method>.json`) pool all {t.folds} fold models "
+                f"over {n} queries, each query ranked by the fold model that never saw it; this "
+                f"model (fold {t.fold}) ranked {t.test_queries} of them. With `train.seeds`, "
+                "they are means over the seeds.")  # fmt: skip
+    return f"The method's metrics (`metrics/<method>.json`) over {n} test queries."
 
 
 def export(method: str, fold: int, out: Path, root: Path = Path(".")) -> Path:
@@ -108,11 +200,14 @@ def export(method: str, fold: int, out: Path, root: Path = Path(".")) -> Path:
     src = root / paths.model(method, "", fold)
     if not src.is_dir():
         raise FileNotFoundError(f"{src}: no trained model; run `dvc repro train@{method}`")
-    shutil.copytree(src, out, dirs_exist_ok=True)
+    # copyfile: DVC's cache links are read-only, the export must not be
+    shutil.copytree(src, out, dirs_exist_ok=True, copy_function=shutil.copyfile)
     meta = json.loads((src / "ranker.json").read_text())
     files = {r: root / paths.metrics(r) for r in (method, "bm25", "zero-shot")}
     metrics = {r: json.loads(f.read_text()) for r, f in files.items() if f.is_file()}
-    (out / "README.md").write_text(card(meta, method, metrics))
+    readme = out / "README.md"
+    readme.unlink(missing_ok=True)  # a read-only copy of a file DVC linked from its cache
+    readme.write_text(card(meta, method, metrics, training_of(method, fold, root)))
     return out
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pipeline.config import Checked, ParamsError, Range, did_you_mean
 
-HELPERS = frozenset({"base", "card", "config", "encoders", "features", "registry"})
+HELPERS = frozenset({"base", "card", "config", "encoders", "features", "registry", "storage"})
 """Public modules of ``pipeline.models`` that are not model families."""
 
 

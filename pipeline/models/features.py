@@ -20,7 +20,8 @@ SEP = "\x1f"
 
 def save_features(features: Mapping[Key, Tensor], path: str | Path) -> None:
     tensors = {SEP.join(k): v.contiguous() for k, v in features.items()}
-    with atomic_path(path, suffix=".safetensors") as tmp:
+    size = sum(v.numel() * v.element_size() for v in tensors.values())
+    with atomic_path(path, suffix=".safetensors", needed=size) as tmp:
         save_file(tensors, str(tmp))
 
 

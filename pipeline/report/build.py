@@ -3,7 +3,8 @@
 Inputs (per method, in the order given; the first-stage row `bm25` included):
 `<eval_dir>/<method>/metrics.json` and `<eval_dir>/<method>/per_query.parquet`, or, for a
 method trained with several seeds, `<eval_dir>/<method>/seed-<n>/per_query.parquet` (one folder
-per seed, no top-level per_query.parquet). Training curves: `<train_dir>/<method>.csv`.
+per seed, no top-level per_query.parquet). Training curves: the DVCLive files of train@,
+`<train_dir>/<method>/plots/metrics/[seed-<n>/]fold-<k>/{loss,lr}.tsv` (`dvclive/`).
 
 Outputs (all written atomically):
 
@@ -70,15 +71,27 @@ def load_per_query(eval_dir: str | Path, method: str) -> PerQuery:
     return {int(p.parent.name.removeprefix("seed-")): read_per_query(p) for p in seeds}
 
 
-def read_curve(path: str | Path) -> pl.DataFrame:
-    """A training curve CSV (`step, loss, lr`) written by train@."""
-    p = Path(path)
-    if not p.exists():
-        raise io.ArtifactError(f"{p}: file not found. Run `dvc repro` to train the method.")
-    frame = pl.read_csv(
-        p, schema_overrides={"step": pl.Int64, "loss": pl.Float64, "lr": pl.Float64}
+def read_curve(live_dir: str | Path) -> pl.DataFrame:
+    """A method's training curve `step, loss, lr` from its DVCLive folder (`dvclive/<method>`):
+    at each step, the mean over the method's fold (and seed) models that logged it."""
+    root = Path(live_dir) / "plots" / "metrics"
+    runs = sorted(p.parent for p in root.rglob("loss.tsv"))
+    if not runs:
+        raise io.ArtifactError(
+            f"{root}: no <run>/loss.tsv training log. Run `dvc repro` to train the method."
+        )
+    parts = []
+    for run in runs:
+        loss, lr = (pl.read_csv(run / f"{k}.tsv", separator="\t") for k in ("loss", "lr"))
+        parts.append(loss.join(lr, on="step", how="inner").select("step", "loss", "lr"))
+    frame = (
+        pl.concat(parts)
+        .cast({"step": pl.Int64, "loss": pl.Float64, "lr": pl.Float64})
+        .group_by("step")
+        .agg(pl.col("loss", "lr").mean())
+        .sort("step")
     )
-    out = pl.from_arrow(schemas.validate(frame.to_arrow(), schemas.CURVE, str(p)))
+    out = pl.from_arrow(schemas.validate(frame.to_arrow(), schemas.CURVE, str(root)))
     assert isinstance(out, pl.DataFrame)
     return out
 
@@ -132,7 +145,7 @@ def _figures(
     written = _tradeoff_plots(cmp, k, plots_dir, baseline, reference)
     if train_dir is not None:
         trained = [m for m in dict.fromkeys(cmp["method"].to_list()) if m not in reference]
-        curves = {m: read_curve(Path(train_dir) / f"{m}.csv") for m in trained}
+        curves = {m: read_curve(Path(train_dir) / m) for m in trained}
         save_png(training_figure(curves), plots_dir / "training.png")
         written.append(plots_dir / "training.png")
     return written

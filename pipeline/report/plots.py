@@ -8,18 +8,14 @@ Axis labels carry the metric's direction (`axis_label`): `MRR@10 ↑`, `NFaiRR@1
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.text import Text
-from matplotlib.transforms import Bbox
 
 from pipeline import io
 from pipeline.metrics import measure_of
@@ -32,12 +28,7 @@ _PARAM_NAMES = {
     "n_buckets": "number of buckets",
     "mu": "μ",
 }
-# Label offsets (points) tried in turn: 8 directions at growing distances from the point.
-_OFFSETS = tuple(
-    (r * math.cos(math.radians(a)), r * math.sin(math.radians(a)))
-    for r in (9.0, 20.0, 32.0, 46.0)
-    for a in (30, -30, 150, -150, 90, -90, 0, 180)
-)
+_LABEL_PT = 8.0  # font size of the point labels
 _PALETTE = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9")  # no grey (C7): reference
 
 
@@ -64,84 +55,49 @@ def save_png(fig: Figure, path: str | Path, dpi: int = 150) -> None:
         fig.savefig(tmp, format="png", dpi=dpi, bbox_inches="tight")
 
 
-def _label_points(
+def _label_column(
     ax: Axes,
     xs: Sequence[float],
     ys: Sequence[float],
     labels: Sequence[str],
     colors: Sequence[str],
 ) -> None:
-    """Write each label next to its point (in the point's colour, with a thin leader line) at
-    the first offset where it overlaps no earlier label, no other point and stays inside the
-    axes; failing that, where it overlaps least. Call it once the axis limits are final."""
+    """Write the labels in a column right of the axes, in the order of their points' heights,
+    each joined to its point by a thin leader line in its colour. Neighbouring labels sit at
+    least one text line apart, so none overlaps another however tightly the points cluster.
+    Call it once the axis limits are final."""
     fig = ax.get_figure()
     assert isinstance(fig, Figure)
     renderer = FigureCanvasAgg(fig).get_renderer()
-    points = [_point_box(ax, x, y) for x, y in zip(xs, ys, strict=True)]
-    inside = ax.get_window_extent(renderer)
-    taken: list[Bbox] = []
-    for i, (x, y, text, color) in enumerate(zip(xs, ys, labels, colors, strict=True)):
-        others = taken + points[:i] + points[i + 1 :]
-        best: tuple[float, tuple[float, float]] | None = None
-        for dx, dy in _OFFSETS:
-            box = _text_box(ax, renderer, text, (x, y), (dx, dy))
-            cost = sum(_overlap(box, b) for b in others) + (0.0 if _contains(inside, box) else 1e6)
-            if best is None or cost < best[0]:
-                best = (cost, (dx, dy))
-            if cost == 0:
-                break
-        assert best is not None
-        dx, dy = best[1]
-        ann = ax.annotate(
-            text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=9, color=color,
-            ha=_ha(dx), va="center",
-            arrowprops={"arrowstyle": "-", "color": color, "lw": 0.6, "shrinkA": 1, "shrinkB": 4},
+    height = max(ax.get_window_extent(renderer).height, 1.0)
+    gap = 1.3 * _LABEL_PT * fig.dpi / 72 / height  # one text line, in axes fraction
+    to_axes = ax.transAxes.inverted()
+    wanted = [
+        float(to_axes.transform(ax.transData.transform((x, y)))[1])
+        for x, y in zip(xs, ys, strict=True)
+    ]
+    order = sorted(range(len(labels)), key=lambda i: (wanted[i], labels[i]))
+    placed = _spread([min(max(wanted[i], 0.0), 1.0) for i in order], gap)
+    for i, y in zip(order, placed, strict=True):
+        ax.annotate(
+            labels[i], (xs[i], ys[i]), xytext=(1.04, y), textcoords="axes fraction",
+            fontsize=_LABEL_PT, color=colors[i], ha="left", va="center", annotation_clip=False,
+            arrowprops={"arrowstyle": "-", "color": colors[i], "lw": 0.5, "alpha": 0.6,
+                        "shrinkA": 0, "shrinkB": 3},
         )  # fmt: skip
-        taken.append(_text_box(ax, renderer, text, (x, y), (dx, dy)))
-        del ann
 
 
-def _ha(dx: float) -> str:
-    return "left" if dx > 1 else "right" if dx < -1 else "center"
-
-
-def _text_box(
-    ax: Axes, renderer: Any, text: str, xy: tuple[float, float], offset: tuple[float, float]
-) -> Bbox:
-    """Display-space box of `text` placed at `offset` points from `xy` (not drawn)."""
-    probe = ax.annotate(
-        text,
-        xy,
-        xytext=offset,
-        textcoords="offset points",
-        fontsize=9,
-        ha=_ha(offset[0]),
-        va="center",
-    )
-    probe.update_positions(renderer)
-    box = Text.get_window_extent(probe, renderer)
-    probe.remove()
-    return box
-
-
-def _overlap(a: Bbox, b: Bbox) -> float:
-    w = min(a.x1, b.x1) - max(a.x0, b.x0)
-    h = min(a.y1, b.y1) - max(a.y0, b.y0)
-    return max(w, 0.0) * max(h, 0.0)
-
-
-def _contains(outer: Bbox, inner: Bbox) -> bool:
-    return bool(
-        outer.x0 <= inner.x0
-        and inner.x1 <= outer.x1
-        and outer.y0 <= inner.y0
-        and inner.y1 <= outer.y1
-    )
-
-
-def _point_box(ax: Axes, x: float, y: float, half: float = 4.0) -> Bbox:
-    px, py = ax.transData.transform((x, y))
-    return Bbox.from_bounds(px - half, py - half, 2 * half, 2 * half)
+def _spread(wanted: Sequence[float], gap: float) -> list[float]:
+    """Ascending positions, each as close to its ``wanted`` one as at least ``gap`` between
+    neighbours allows, kept at or below 1 (the top of the axes)."""
+    out: list[float] = []
+    for w in wanted:
+        out.append(max(w, out[-1] + gap) if out else w)
+    if out and out[-1] > 1.0:
+        out[-1] = 1.0
+        for k in range(len(out) - 2, -1, -1):
+            out[k] = min(out[k], out[k + 1] - gap)
+    return out
 
 
 def tradeoff_figure(
@@ -156,11 +112,13 @@ def tradeoff_figure(
     """Scatter of `y` (fairness) against `x` (effectiveness), one labelled point per method.
 
     `points` has a `method` column and the columns `x`, `y`; rows with a null are dropped. The
-    baseline is drawn as a square, reference rows (the first-stage ranking) in grey.
+    baseline is drawn as a square, reference rows (the first-stage ranking) in grey. Labels
+    stand in a column right of the axes (`_label_column`), the marker legend below them.
     """
     data = points.select("method", x, y).drop_nulls()
-    fig = Figure(figsize=(5.5, 4.2))
-    ax = fig.add_subplot()
+    rows = max(data.height, 1)
+    fig = Figure(figsize=(7.0, max(4.2, 0.19 * rows + 1.6)))
+    ax = fig.add_axes((0.12, 0.16, 0.58, 0.76))
     colors: list[str] = []
     for row in data.iter_rows(named=True):
         m = row["method"]
@@ -168,11 +126,11 @@ def tradeoff_figure(
         marker = "D" if m in reference else "s" if m == baseline else "o"
         ax.scatter([row[x]], [row[y]], s=46, marker=marker, color=color, alpha=0.85, zorder=3)
         colors.append(color)
-    ax.margins(x=0.25, y=0.2)
+    ax.margins(x=0.08, y=0.08)
     ax.autoscale_view()
     ax.set_xlim(ax.get_xlim())
     ax.set_ylim(ax.get_ylim())
-    _label_points(ax, data[x].to_list(), data[y].to_list(), data["method"].to_list(), colors)
+    _label_column(ax, data[x].to_list(), data[y].to_list(), data["method"].to_list(), colors)
     _marker_legend(ax, baseline, reference)
     ax.set_xlabel(axis_label(x))
     ax.set_ylabel(axis_label(y))
@@ -187,13 +145,15 @@ def _marker_legend(ax: Axes, baseline: str | None, reference: Collection[str]) -
         handles.append(Line2D([], [], marker="s", linestyle="", color="0.2", label="baseline"))
     if reference:
         handles.append(Line2D([], [], marker="D", linestyle="", color="0.45", label="first stage"))
-    ax.legend(handles=handles, fontsize=7, loc="best", framealpha=0.7)
+    ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1),
+              ncol=len(handles), frameon=False)  # fmt: skip
 
 
 def training_figure(curves: Mapping[str, pl.DataFrame]) -> Figure:
     """Training loss (top) and learning rate (bottom) against step, one line per method.
 
-    Each curve has the columns `step, loss, lr` (the `plots/train/<method>.csv` of train@).
+    Each curve has the columns `step, loss, lr` (a method's mean over its fold models, from
+    its DVCLive files `dvclive/<method>/`).
     """
     fig = Figure(figsize=(9.0, 5.2), layout="constrained")
     loss_ax, lr_ax = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1))

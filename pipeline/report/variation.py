@@ -8,6 +8,7 @@ complexity bin (easy → hard), one line per method.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -54,21 +55,43 @@ def variation_markdown(frame: pl.DataFrame) -> str:
     )
 
 
-def variation_figure(frame: pl.DataFrame) -> Figure:
-    """nDCG@10 mean per complexity bin, one line per method (EqualizeIR Figure 3)."""
-    fig = Figure(figsize=(6, 4))
+def variation_figure(frame: pl.DataFrame, reference: str | None = None) -> Figure:
+    """nDCG@10 mean per complexity bin (EqualizeIR Figure 3) as small multiples: one panel per
+    method with its line in colour over every other method's in light grey, and the
+    ``reference`` row (default: the first row, BM25) dashed; one y scale for all panels."""
+    rows = list(frame.iter_rows(named=True))
+    ref = reference if reference is not None else (rows[0]["method"] if rows else None)
+    cols = min(6, max(len(rows), 1))
+    nrows = math.ceil(len(rows) / cols) if rows else 1
+    fig = Figure(figsize=(2.1 * cols, 1.75 * nrows + 0.6), layout="constrained")
     FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
+    axes = fig.subplots(nrows, cols, sharex=True, sharey=True, squeeze=False).ravel()
     x = list(range(len(BINS)))
-    for row in frame.iter_rows(named=True):
-        y = [row.get(f"{PREFIX}.{MEASURE}.{b}.mean") for b in BINS]
-        ax.plot(x, [float("nan") if v is None else v for v in y], marker="o", label=row["method"])
-    ax.set_xticks(x, list(BINS))
-    ax.set_xlabel("query linguistic complexity")
-    ax.set_ylabel(f"{MEASURE} (mean per bin)")
-    ax.legend(fontsize="small", loc="best")
-    ax.grid(alpha=0.3)
+    lines = {r["method"]: _bin_means(r) for r in rows}
+    for i, (ax, (method, y)) in enumerate(zip(axes, lines.items(), strict=False)):
+        for other, oy in lines.items():
+            if other != method:
+                ax.plot(x, oy, color="0.85", linewidth=0.8, zorder=1)
+        if ref is not None and ref != method and ref in lines:
+            ax.plot(x, lines[ref], color="0.4", linestyle="--", linewidth=0.9, zorder=2)
+        ax.plot(x, y, marker="o", markersize=3, color=f"C{i % 10}", linewidth=1.6, label=method,
+                zorder=3)  # fmt: skip
+        ax.set_title(method, fontsize=7.5)
+        ax.grid(alpha=0.3)
+    for ax in axes[len(lines) :]:
+        ax.set_visible(False)
+    axes[0].set_xticks(x, list(BINS), fontsize=7)
+    fig.supxlabel("query linguistic complexity", fontsize=9)
+    fig.supylabel(f"{MEASURE} (mean per bin)", fontsize=9)
+    if ref is not None:
+        fig.suptitle(f"{MEASURE} by query complexity; dashed: {ref}, grey: the other rows",
+                     fontsize=9)  # fmt: skip
     return fig
+
+
+def _bin_means(row: Mapping[str, object]) -> list[float]:
+    values = [row.get(f"{PREFIX}.{MEASURE}.{b}.mean") for b in BINS]
+    return [float("nan") if v is None else float(v) for v in values]  # type: ignore[arg-type]
 
 
 def write_variation(

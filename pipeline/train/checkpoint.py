@@ -23,6 +23,7 @@ import logging
 import os
 import pickle
 import random
+import shutil
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -36,13 +37,17 @@ from torch import nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 
-from pipeline.errors import InputError
+from pipeline import paths
+from pipeline.errors import InputError, is_disk_full
+from pipeline.io import disk_full
 from pipeline.schemas import TRIPLE_COLUMNS
 from pipeline.train.distributed import Rank, gather, used_texts
 
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_FILE = "checkpoint.pt"
+CHECKPOINT_ROOT = paths.CHECKPOINTS
+"""Where the train stage keeps checkpoints: ``<root>/<method>/[seed-<n>/]fold-<k>/``."""
 FORMAT_VERSION = 1
 _TMP_GLOB = f".{CHECKPOINT_FILE}.*.tmp"
 
@@ -143,11 +148,26 @@ def save_checkpoint(directory: str | Path, payload: Mapping[str, Any]) -> Path:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except Exception as e:  # torch wraps the OSError of a full disk in its own errors
+        if not is_disk_full(e):
+            raise
+        raise disk_full(path, _tensor_bytes(payload)) from e
     finally:
         if tmp.exists():
             tmp.unlink()
     _fsync_dir(path.parent)
     return path
+
+
+def _tensor_bytes(obj: Any) -> int:
+    """Bytes of the tensors in a nested payload (what a checkpoint file mostly holds)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.numel() * obj.element_size()
+    if isinstance(obj, Mapping):
+        return sum(_tensor_bytes(v) for v in obj.values())
+    if isinstance(obj, list | tuple):
+        return sum(_tensor_bytes(v) for v in obj)
+    return 0
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -215,6 +235,19 @@ def clear_checkpoint(directory: str | Path) -> None:
     checkpoint_path(folder).unlink(missing_ok=True)
     if not any(folder.iterdir()):
         folder.rmdir()
+
+
+def clear_method_checkpoints(method: str, root: str | Path = CHECKPOINT_ROOT) -> None:
+    """Remove ``<root>/<method>/`` whole (every seed and fold, leftover temporary files and
+    folders of other fold counts) and ``<root>`` when it is then empty: the train stage calls
+    it once it has written all its outputs. Checkpoints of a stage that DVC completes from
+    its cache instead are removed by the next train stage or ``python -m pipeline.doctor``."""
+    folder = Path(root, method)
+    if folder.is_dir():
+        shutil.rmtree(folder)
+        logger.info("removed the checkpoints of %s: the stage is complete", method)
+    if Path(root).is_dir() and not any(Path(root).iterdir()):
+        Path(root).rmdir()
 
 
 @dataclass

@@ -33,7 +33,7 @@ from pipeline.errors import InputError
 from pipeline.models.base import Ranker
 from pipeline.models.encoders import resolve_device
 from pipeline.progress import progress
-from pipeline.train import distributed
+from pipeline.train import distributed, live
 from pipeline.train.checkpoint import (
     Checkpointer,
     TrainState,
@@ -97,6 +97,7 @@ def train_model(
     checkpoint_dir: str | Path | None = None,
     checkpoint_every: int | None = None,
     terms: Sequence[LossTerm] | None = None,
+    log: live.StepSink | None = None,
 ) -> pl.DataFrame:
     """Train ``model`` in place on ``groups`` (in their given order); returns the training curve.
 
@@ -111,7 +112,10 @@ def train_model(
     (unless already under ``torchrun``); ``model`` then gets rank 0's trained weights. Each
     step builds only the per-document tensors that the terms ``need``. ``terms``: the
     trainable terms already built, one per trainable term of ``objective`` in its order
-    (for callers that inspect them after training).
+    (for callers that inspect them after training). ``log`` receives every curve row as
+    ``(step, {"loss", "lr", …})``, with the means of the values recorded through
+    :func:`pipeline.train.live.record` during its steps (a :class:`~pipeline.train.live.TrainLog`
+    run writes them to DVCLive).
     """
     records = [(get_record(name), c) for name, c in objective]
     if not records:
@@ -132,6 +136,9 @@ def train_model(
         kwargs = {"checkpoint_dir": checkpoint_dir, "checkpoint_every": checkpoint_every}
         rows = distributed.launch(_rank_entry, model.cpu(), args, kwargs, cfg.device)
         model.to(resolve_device(cfg.device)).eval()
+        for row in rows:  # the ranks' rows, logged once they are back
+            if log:
+                log(int(row["step"]), {k: v for k, v in row.items() if k != "step"})
         return _curve(rows)
     distributed.check_world(cfg.devices, cfg.batch_size, rank)
     device = distributed.rank_device(cfg.device, rank)
@@ -145,7 +152,8 @@ def train_model(
     model.warm([q for q, ds in zip(groups.qids, groups.docs, strict=True) for _ in ds],
                [d for ds in groups.docs for d in ds])  # fmt: skip
     start = time.perf_counter()
-    state = run.steps(cfg, f"train {label}", saver)
+    with live.collecting(log if rank.is_main else None) as sink:  # + values code records
+        state = run.steps(cfg, f"train {label}", saver, sink)
     run.trainable.eval()
     seconds = max(time.perf_counter() - start, 1e-9)
     if rank.is_main:
@@ -222,7 +230,9 @@ class _Run:
     trainable: _Trainable
     weights: list[float | None]  # of the trainable terms
 
-    def steps(self, cfg: TrainConfig, desc: str, saver: Checkpointer | None) -> TrainState:
+    def steps(
+        self, cfg: TrainConfig, desc: str, saver: Checkpointer | None, log: live.StepSink | None
+    ) -> TrainState:
         """Run the optimiser steps not done yet; the final state (curve rows, pairs seen)."""
         total = cfg.total_steps(len(self.groups))
         optimizer, scheduler = _optimizer(self.trainable, cfg, self.device, total)
@@ -243,6 +253,8 @@ class _Run:
                 mean = sum(state.window) / len(state.window)
                 state.rows.append({"step": step, "loss": mean, "lr": lr})
                 state.window = []
+                if log:
+                    log(step, {"loss": mean, "lr": lr})
             if saver:
                 saver.step_done(state, self.trainable, optimizer, scheduler)
         bar.close()

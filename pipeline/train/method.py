@@ -27,6 +27,7 @@ from pipeline.params import Params
 from pipeline.train import distributed
 from pipeline.train.checkpoint import clear_checkpoint
 from pipeline.train.groups import doc_bias, prepare_groups
+from pipeline.train.live import TrainLog
 from pipeline.train.loop import objective_needs, train_model
 from pipeline.train.losses import Prepared, get_record
 from pipeline.train.losses.common import PairScores
@@ -50,10 +51,12 @@ def train_method(
     doc_scores: pl.DataFrame,
     out: Path,
     features: Mapping[Key, Tensor] | None = None,
+    train_log: TrainLog | None = None,
 ) -> pl.DataFrame:
     """Train ``method`` for every seed and fold into ``out``; the mean training curve.
 
-    ``features``: precomputed frozen-bottom states of the texts (the ``features`` stage)."""
+    ``features``: precomputed frozen-bottom states of the texts (the ``features`` stage).
+    ``train_log``: the method's DVCLive log; each model logs as ``[seed-<n>/]fold-<k>``."""
     features = features or {}
     m = params.methods[method]
     needs = objective_needs(m.terms)
@@ -78,6 +81,7 @@ def train_method(
             curve = train_model(
                 ranker, groups, m.terms, cfg,
                 checkpoint_dir=ckpt if every else None, checkpoint_every=every,
+                log=train_log.run(f"{sub}/fold-{fold}".lstrip("/")) if train_log else None,
             )  # fmt: skip
             if distributed.is_main():  # under torchrun, rank 0 alone writes the model
                 ranker.save(out / sub / f"fold-{fold}")

@@ -19,8 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 COPY = ["dvc.yaml", "pipeline", "stages"]
 
 
-def run(cmd: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
+def run(
+    cmd: list[str], cwd: Path, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`cmd` in `cwd` with the venv first on PATH, offline Hugging Face, `env` added."""
+    env = {**os.environ, **(env or {})}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PIPELINE_LOG="WARNING")
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)

@@ -18,6 +18,8 @@ import polars as pl
 import pytest
 import yaml
 
+from pipeline import paths
+from pipeline.report.build import read_curve
 from tests.stages.conftest import run
 
 pytestmark = pytest.mark.slow
@@ -170,7 +172,7 @@ def test_a_new_loss_metric_family_and_source_are_one_file_each(
     assert queries.height == 6 and queries["fold"].n_unique() == 2  # the new source
     meta = json.loads((repo / "models/scaled/fold-0/ranker.json").read_text())
     assert meta["arch"] == "dot_encoder"  # the new family trained, saved and reloaded
-    curves = {m: pl.read_csv(repo / f"plots/train/{m}.csv") for m in ("baseline", "scaled")}
+    curves = {m: read_curve(repo / paths.live(m)) for m in ("baseline", "scaled")}  # DVCLive
     # step 1: the same initial model and batch as the baseline, the loss times `scale`
     assert curves["scaled"]["loss"][0] == pytest.approx(3.0 * curves["baseline"]["loss"][0])
 

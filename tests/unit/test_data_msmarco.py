@@ -1,14 +1,20 @@
-"""MS MARCO extraction through fake ir_datasets objects (no network, real namedtuples)."""
+"""MS MARCO extraction through the real ir_datasets on miniature files in its formats
+(`tests/irds_miniature.py`), offline; fakes only where the real library cannot reach (a
+triples stream of a given length, a million rows for the memory bound)."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from subprocess import PIPE
 
+import ir_datasets
 import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
@@ -20,8 +26,10 @@ from pipeline.data import irds
 from pipeline.data.msmarco import (
     COLLECTION_ID,
     DEV_ID,
+    TABLES,
     TRIPLES_ID,
     MsmarcoConfig,
+    dev_qrels,
     extract_msmarco,
     load_query_set,
     msmarco_tables,
@@ -30,65 +38,89 @@ from pipeline.data.msmarco import (
     write_triples,
 )
 from pipeline.retrieval.bm25 import bm25_topk
-from tests.unit.irds_fakes import FakeDataset, FakeStore, loader, pairs, passage, train_queries
+from tests.conftest import Miniature, NoNetwork
+from tests.unit.irds_fakes import FakeDataset, loader, pairs, train_queries
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def fake_msmarco(n_triples: int = 1000, docs: list[GenericDoc] | None = None) -> dict:
-    q215 = load_query_set("215")["query_id"].to_list()
-    qrels = [TrecQrel(q, f"rel{q}", 1, "0") for q in q215[:3]] + [
-        TrecQrel(q215[0], f"rel{q215[0]}", 1, "0"),  # duplicate judgement
-        TrecQrel("999999999", "x", 1, "0"),  # not in the query set
-    ]
-    store = FakeStore(make=passage) if docs is None else None
-    return {
-        TRIPLES_ID: FakeDataset(
-            queries=train_queries(), pairs=pairs(n_triples), pairs_count=n_triples
-        ),
-        DEV_ID: FakeDataset(qrels=qrels),
-        COLLECTION_ID: FakeDataset(docs=docs, store=store),
-    }
+def fake_msmarco(n_triples: int = 1000) -> dict:
+    """A fake triples stream for what the real library cannot reach: any length, with a
+    `docpairs_count` of that length (the real one returns the full file's 39,780,811)."""
+    pairs_of = FakeDataset(queries=train_queries(), pairs=pairs(n_triples), pairs_count=n_triples)
+    return {TRIPLES_ID: pairs_of}
 
 
-def test_extract_writes_schema_valid_files(tmp_path: Path) -> None:
-    cfg = MsmarcoConfig(n_triples=1000, candidates_k=5, batch_size=300)
-    counts = extract_msmarco(cfg, tmp_path, load=loader(fake_msmarco()))
-    tables = {
-        name: io.read_table(tmp_path / f"{name}.parquet", schema)
-        for name, schema in [
-            ("corpus", schemas.CORPUS),
-            ("queries", schemas.QUERIES),
-            ("qrels", schemas.QRELS),
-            ("triples", schemas.TRIPLES),
-            ("candidates", schemas.CANDIDATES),
-        ]
-    }
-    assert counts["triples"] == 1000
-    assert pq.ParquetFile(tmp_path / "triples.parquet").num_row_groups == 4  # 300-row batches
+def test_extract_through_ir_datasets_writes_schema_valid_files(
+    tmp_path: Path, miniature: Miniature, no_network: NoNetwork
+) -> None:
+    """The real ir_datasets reads the miniature cache: the first triples in file order,
+    their training queries (non-ASCII text), the 215 set, the shipped run's top 5, deduplicated
+    dev qrels of the set, and every needed passage with its encoding repaired."""
+    cfg = MsmarcoConfig(n_triples=100, candidates_k=5, batch_size=30)
+    counts = extract_msmarco(cfg, tmp_path)
+    tables = {name: io.read_table(tmp_path / f"{name}.parquet", s) for name, s in TABLES.items()}
+    mini = miniature.msmarco
+    assert counts["triples"] == 100
+    assert pq.ParquetFile(tmp_path / "triples.parquet").num_row_groups == 4  # 30-row batches
     triples = tables["triples"]
-    assert triples.row(0) == ("t0", "p0", "n0", "triples-small")
+    assert triples.select("query_id", "pos_doc_id", "neg_doc_id").rows() == mini.triples[:100]
+    assert set(triples["source"]) == {"triples-small"}
     queries = tables["queries"]
-    assert queries.filter(pl.col("split") == "test").height == 215
-    assert set(queries.filter(pl.col("split") == "train")["query_id"]) == {
-        f"t{i}" for i in range(50)
-    }
+    test = queries.filter(pl.col("split") == "test")
+    assert test.height == 215 and set(test["set"]) == {"msmarco-215"}
+    train = dict(queries.filter(pl.col("split") == "train").select("query_id", "text").rows())
+    assert train == {q: mini.train_queries[q] for q in triples["query_id"]}
+    assert "what is a café" in train.values()
     cands = tables["candidates"]
     assert cands.group_by("query_id").len()["len"].to_list() == [5] * 215
     needed = set(triples["pos_doc_id"]) | set(triples["neg_doc_id"]) | set(cands["doc_id"])
-    assert set(tables["corpus"]["doc_id"]) == needed
-    assert tables["corpus"]["text"][0].startswith("passage ")
+    corpus = dict(tables["corpus"].rows())
+    assert corpus == {d: mini.passages[d] for d in needed}
+    assert corpus[mini.mojibake_pid] == "the café on the river"  # FixEncoding, as in MS MARCO
     qrels = tables["qrels"]
-    assert qrels.height == 3 and "999999999" not in qrels["query_id"].to_list()
+    in215 = set(test["query_id"])
+    assert qrels.rows() == sorted((q, d, 1) for q, d in mini.relevant.items() if q in in215)
 
 
-def test_shipped_candidates_are_the_bm25_run_top_k(tmp_path: Path) -> None:
-    tables = msmarco_tables(
-        MsmarcoConfig(n_triples=10, candidates_k=3), load=loader(fake_msmarco(10))
-    )
+def test_shipped_candidates_are_the_bm25_run_top_k(
+    miniature: Miniature, no_network: NoNetwork
+) -> None:
+    tables = msmarco_tables(MsmarcoConfig(n_triples=10, candidates_k=3))
     first = tables["candidates"].filter(pl.col("query_id") == "20801").sort("rank")
     assert first["doc_id"].to_list() == ["4728169", "7349794", "3044965"]  # file's first lines
     assert first["score"].to_list() == pytest.approx([10.354, 10.1069, 9.7395])
+
+
+def test_real_docpairs_count_is_the_full_files_so_a_sample_needs_it_all(
+    tmp_path: Path, miniature: Miniature, no_network: NoNetwork
+) -> None:
+    """ir_datasets answers `docpairs_count()` from its metadata (39,780,811 triples), so a
+    seeded sample draws rows across the whole real file; on a shorter file it stops with the
+    truncation message, before anything is written."""
+    assert ir_datasets.load(TRIPLES_ID).docpairs_count() == 39_780_811
+    cfg = MsmarcoConfig(n_triples=50, triples_sample="sample")
+    with pytest.raises(ValueError, match=r"stream ended before row .*truncated"):
+        write_triples(ir_datasets.load, cfg, tmp_path / "t.parquet")
+    assert not (tmp_path / "t.parquet").exists()
+
+
+def test_dev_and_dev_small_read_through_ir_datasets(
+    miniature: Miniature, no_network: NoNetwork
+) -> None:
+    """`msmarco-passage/dev` qrels (`dev/qrels`) and `dev/small` (members of
+    collectionandqueries.tar.gz) are the planted ones; the 215 and 1,765 sets are disjoint
+    from dev/small in the real data and here."""
+    mini = miniature.msmarco
+    dev = ir_datasets.load(DEV_ID)
+    assert [(q.query_id, q.doc_id, q.relevance) for q in dev.qrels_iter()] == mini.dev_qrels
+    qrels = dev_qrels(ir_datasets.load, set(mini.relevant))
+    assert qrels.height == len(mini.relevant)  # the duplicate judgement is merged
+    small = ir_datasets.load("msmarco-passage/dev/small")
+    assert {q.query_id: q.text for q in small.queries_iter()} == mini.dev_small_queries
+    got = [(q.query_id, q.doc_id, q.relevance) for q in small.qrels_iter()]
+    assert got == mini.dev_small_qrels
+    assert not set(mini.dev_small_queries) & set(load_query_set("1765")["query_id"])
 
 
 def test_seeded_sample_is_exact_uniform_and_reproducible(tmp_path: Path) -> None:
@@ -117,7 +149,9 @@ def test_bad_config_names_the_fix() -> None:
         MsmarcoConfig(query_set="999")  # type: ignore[arg-type]
 
 
-def test_bm25_candidates_over_the_collection_match_bm25_topk(tmp_path: Path) -> None:
+def test_bm25_candidates_over_the_collection_match_bm25_topk(
+    miniature: Miniature, no_network: NoNetwork
+) -> None:
     words = ["women career", "men nursing jobs", "salary of a nurse", "engineer", "his", "career"]
     docs = [GenericDoc(f"d{i}", f"{words[i % 6]} {words[(i * 7) % 6]} text {i}") for i in range(40)]
     queries = pl.DataFrame({"query_id": ["a", "b", "c"], "text": ["nurse salary", "career", "zzz"]})
@@ -128,10 +162,14 @@ def test_bm25_candidates_over_the_collection_match_bm25_topk(tmp_path: Path) -> 
         ref.select("query_id", "doc_id", "rank")
     )
     assert ours["score"].to_list() == pytest.approx(ref["score"].to_list(), rel=1e-5)
-    cfg = MsmarcoConfig(n_triples=5, query_set="1765", candidates_k=4)
-    tables = msmarco_tables(cfg, load=loader(fake_msmarco(5, docs=docs)))
-    assert tables["candidates"]["rank"].max() <= 4  # type: ignore[operator]
-    assert set(tables["corpus"]["doc_id"]) >= set(tables["candidates"]["doc_id"])
+    # the 1,765 set: bm25s over the whole ir_datasets collection finds each planted passage
+    tables = msmarco_tables(MsmarcoConfig(n_triples=5, query_set="1765", candidates_k=4))
+    cands = tables["candidates"]
+    assert cands["rank"].max() <= 4  # type: ignore[operator]
+    assert set(tables["corpus"]["doc_id"]) >= set(cands["doc_id"])
+    planted = {(q, d) for q, d in miniature.msmarco.relevant.items() if int(d) >= 9_000_000}
+    top1 = set(cands.filter(pl.col("rank") == 1).select("query_id", "doc_id").rows())
+    assert len(planted & top1) >= 0.9 * len(planted)
 
 
 def test_offline_without_cache_fails_at_once_with_the_fix(tmp_path: Path) -> None:
@@ -150,24 +188,64 @@ def test_offline_without_cache_fails_at_once_with_the_fix(tmp_path: Path) -> Non
     assert not (tmp_path / "triples.parquet").exists()
 
 
-def test_download_error_inside_ir_datasets_becomes_a_clear_error(tmp_path: Path) -> None:
-    def broken() -> FakeDataset:
-        raise ConnectionError("Failed to resolve 'msmarco.z22.web.core.windows.net'")
+EXTRACT = (
+    "from stages.common import run_stage\n"
+    "from pipeline.data.msmarco import MsmarcoConfig, extract_msmarco\n"
+    "run_stage(lambda _: extract_msmarco(MsmarcoConfig(n_triples=10), 'out'))\n"
+)
 
-    data = fake_msmarco(10)
-    data[TRIPLES_ID].pairs = broken
-    with pytest.raises(irds.SourceUnavailableError, match=r"docpairs .*Fix: on a machine"):
-        extract_msmarco(MsmarcoConfig(n_triples=10), tmp_path, load=loader(data))
-    assert list(tmp_path.iterdir()) == []  # the temp file was removed
+
+def python(code: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`code` in a fresh interpreter (ir_datasets reads `IR_DATASETS_HOME` at import)."""
+    full = {**os.environ, "PYTHONPATH": str(REPO), **env}
+    cmd = [sys.executable, "-c", code]
+    return subprocess.run(cmd, cwd=cwd, env=full, capture_output=True, text=True, timeout=300)
+
+
+def test_download_error_inside_ir_datasets_becomes_a_clear_error(
+    tmp_path: Path, miniature: Miniature, no_network: NoNetwork
+) -> None:
+    """A cache that lacks the dev qrels: the real ir_datasets tries to download them, the
+    connection fails, and the stage ends with one line saying what to fetch; nothing is
+    written."""
+    home = tmp_path / "home"
+    triples = home / "msmarco-passage" / "train" / "small.triples.qidpid.tsv"
+    triples.parent.mkdir(parents=True)
+    shutil.copy(miniature.home / "msmarco-passage" / "train" / triples.name, triples)
+    env = no_network.env
+    env["PYTHONPATH"] += os.pathsep + str(REPO)
+    proc = python(EXTRACT, tmp_path, IR_DATASETS_HOME=str(home), IR_DATASETS_DL_TRIES="1", **env)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert re.search(r"msmarco-passage/dev: could not read qrels .*Fix: on a machine", proc.stderr)
+    assert any("msmarco.z22.web.core.windows.net" in a for a in no_network.logged())
+    no_network.log.unlink()  # the attempt this test expects
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+
+
+def test_non_utf8_locale_stops_with_the_fix(tmp_path: Path, miniature: Miniature) -> None:
+    """ir_datasets decodes TSV files in the locale's encoding: under `LC_ALL=C PYTHONUTF8=0`
+    reading a non-ASCII query raises `UnicodeDecodeError` inside ir_datasets; the extract
+    stops before reading, with one line naming the fix, and then runs with it."""
+    c_locale = {"LC_ALL": "C", "PYTHONUTF8": "0"}
+    read = "import ir_datasets\nlist(ir_datasets.load('" + TRIPLES_ID + "').queries_iter())\n"
+    proc = python(read, tmp_path, **c_locale)
+    assert "UnicodeDecodeError" in proc.stderr, proc.stderr  # the library's behaviour
+    proc = python(EXTRACT, tmp_path, **c_locale)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "'ANSI_X3.4-1968'" in proc.stderr and "Fix: rerun with PYTHONUTF8=1" in proc.stderr
+    proc = python(EXTRACT, tmp_path, LC_ALL="C", PYTHONUTF8="1")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out" / "corpus.parquet").exists()
 
 
 def test_missing_docs_are_logged_and_skipped(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    miniature: Miniature, no_network: NoNetwork, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = FakeStore(make=passage)
-    batches = list(irds.lookup_docs(store, ["a", "missing1", "b"], batch_size=2))
-    assert [[d.doc_id for d in b] for b in batches] == [["a"], ["b"]]
-    assert store.calls == [2, 1]
+    store = ir_datasets.load(COLLECTION_ID).docs_store()
+    pid = miniature.msmarco.non_ascii_pid
+    batches = list(irds.lookup_docs(store, [pid, "missing1", "8000000"], batch_size=2))
+    assert [[d.doc_id for d in b] for b in batches] == [[pid], ["8000000"]]
+    assert batches[0][0].text == miniature.msmarco.passages[pid]
     assert "1 ids not in the docs store" in caplog.text
 
 

@@ -1,4 +1,5 @@
-"""MRR@k and nDCG@k through the ranx adapter, against hand-computed values (SPEC §4.1)."""
+"""MRR@k and nDCG@k through the ranx adapter, against hand-computed values (SPEC §4.1), with
+trec_eval's tie rule (docs/decisions.md, "Effectiveness: one tie rule, trec_eval's")."""
 
 from __future__ import annotations
 
@@ -61,15 +62,21 @@ def test_ndcg_graded_linear_gain() -> None:
     assert by_query(out, "nDCG@2") == pytest.approx(expected_2)
 
 
-def test_rank_order_is_used_not_scores() -> None:
+def test_scores_rank_the_run_as_trec_eval_does() -> None:
+    """trec_eval ignores the rank column: the order is score descending (reversed scores put
+    the last-listed document first)."""
     out = effectiveness(EvalInputs(ranked(RUN, scores="reversed"), QRELS), (10,))
-    assert by_query(out, "MRR@10") == pytest.approx({"q1": 1 / 2, "q2": 1 / 3, "q3": 0.0})
+    assert by_query(out, "MRR@10") == pytest.approx({"q1": 1.0, "q2": 1.0, "q3": 0.0})
 
 
-def test_tied_scores_keep_rank_order() -> None:
-    run = ranked({"q1": ["a", "b", "c"]}).with_columns(pl.lit(1.0).alias("score"))
-    out = effectiveness(EvalInputs(run, qrels([("q1", "c", 1)])), (10,))
-    assert out["MRR@10"].to_list() == pytest.approx([1 / 3])
+@pytest.mark.parametrize("order", [["a", "b", "c"], ["c", "a", "b"], ["b", "c", "a"]])
+def test_tied_scores_are_ordered_by_doc_id_descending(order: list[str]) -> None:
+    """trec_eval's tie rule (`comp_sim_docno`): equal scores by doc id descending, whatever
+    the file's order: c, b, a here."""
+    run = ranked({"q1": order}).with_columns(pl.lit(1.0).alias("score"))
+    for relevant, rr in (("c", 1.0), ("b", 1 / 2), ("a", 1 / 3)):
+        out = effectiveness(EvalInputs(run, qrels([("q1", relevant, 1)])), (10,))
+        assert out["MRR@10"].to_list() == pytest.approx([rr])
 
 
 def test_suite_averages_over_all_run_queries_and_warns(caplog: pytest.LogCaptureFixture) -> None:

@@ -39,10 +39,12 @@ def test_every_artifact_path_is_declared_in_dvc_yaml() -> None:
         paths.runs(method),
         paths.evals(method),
         paths.metrics(method),
-        paths.curve(method),
+        paths.live(method) / "metrics.json",
+        paths.live(method) / "plots" / "metrics",
     ):
         assert path.as_posix() in declared, path
     assert (
-        paths.evals("bm25").as_posix() in declared
+        paths.LIVE.as_posix() in declared
+        and paths.evals("bm25").as_posix() in declared
         and paths.runs("zero-shot").as_posix() in declared
     )

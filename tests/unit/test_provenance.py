@@ -1,9 +1,12 @@
-"""Runs carry their provenance: an ir_metadata block (PRIMAD, schema 0.1) the readers skip."""
+"""Runs carry their provenance: an ir_metadata block (PRIMAD, schema 0.1) beside the plain run
+(`run.trec.ir_metadata.yaml`); a run annotated in-file, as the schema describes, is read too."""
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import subprocess
+from importlib import metadata as importlib_metadata
 from pathlib import Path
 
 import polars as pl
@@ -39,17 +42,16 @@ def _run() -> pl.DataFrame:
     )  # fmt: skip
 
 
-def test_written_block_parses_as_yaml_and_the_reader_skips_it(tmp_path: Path) -> None:
+def test_metadata_is_written_beside_a_plain_run(tmp_path: Path) -> None:
     (tmp_path / "dvc.lock").write_text(LOCK)
     params = load_params(ROOT / "params.yaml")
     meta = build_metadata(params, "baseline", lock_path=tmp_path / "dvc.lock", root=tmp_path)
     path = tmp_path / "run.trec"
     io.write_trec_run(_run(), path, tag="baseline", metadata=meta)
-    lines = path.read_text().splitlines()
-    assert lines[0] == "# ir_metadata.start"
-    end = lines.index("# ir_metadata.end")
-    assert all(x.startswith("#") for x in lines[:end]) and lines[end + 1].startswith("1 Q0 a 1")
-    block = yaml.safe_load("\n".join(x[2:] for x in lines[1:end]))
+    lines = ["1 Q0 a 1 2 baseline", "1 Q0 b 2 1 baseline", "2 Q0 c 1 0.5 baseline"]
+    assert path.read_text().splitlines() == lines
+    side = tmp_path / "run.trec.ir_metadata.yaml"
+    block = yaml.safe_load(side.read_text())
     assert block == meta == read_metadata(path)
     assert block["schema-version"] == 0.1 and block["tag"] == "baseline"
     assert set(block) >= {"platform", "implementation", "method", "data"}
@@ -58,10 +60,38 @@ def test_written_block_parses_as_yaml_and_the_reader_skips_it(tmp_path: Path) ->
     assert rerank["params"]["loss"] == params.methods["baseline"].settings()["loss"] == "margin"
     assert block["data"]["other"][0]["md5"] == "0123456789abcdef0123456789abcdef"
     assert block["data"]["test collection"]["name"] == params.dataset.name
+    assert "doc id descending (trec_eval)" in block["method"]["score ties"]
     assert io.read_trec_run(path).equals(_run().select("query_id", "doc_id", "score", "rank"))
     plain = tmp_path / "plain.trec"
     io.write_trec_run(_run(), plain, tag="baseline")
-    assert read_metadata(plain) is None and io.read_trec_run(plain).equals(io.read_trec_run(path))
+    assert read_metadata(plain) is None and plain.read_text() == path.read_text()
+    # the in-file form of the schema: `#` lines the pipeline's reader skips
+    annotated = tmp_path / "annotated.trec"
+    annotated.write_text("\n".join(io.ir_metadata_lines(meta)) + "\n" + path.read_text())
+    assert read_metadata(annotated) == meta
+    assert io.read_trec_run(annotated).equals(io.read_trec_run(path))
+
+
+def test_environment_records_the_lock_and_what_differs(tmp_path: Path) -> None:
+    """The run's platform names the lock file's hash and every installed package whose
+    version differs from its pin (none on a machine set up by scripts/setup.sh)."""
+    params = load_params(ROOT / "params.yaml")
+    assert "environment" not in build_metadata(params, "baseline", root=tmp_path)["platform"][
+        "software"
+    ]
+    yaml_version = importlib_metadata.version("pyyaml")
+    lock = (
+        "polars==0.0.1 \\\n    --hash=sha256:00\nnot-installed-pkg==1.0\n"
+        f"pyyaml=={yaml_version}\n"
+    )
+    (tmp_path / "requirements.lock").write_text(lock)
+    env = build_metadata(params, "baseline", root=tmp_path)["platform"]["software"]["environment"]
+    assert env["lock"] == "requirements.lock"
+    assert env["sha256"] == hashlib.sha256(lock.encode()).hexdigest()
+    assert env["differs"] == [
+        "not-installed-pkg==missing (locked 1.0)",
+        f"polars=={importlib_metadata.version('polars')} (locked 0.0.1)",
+    ]
 
 
 def test_gzipped_run_with_block_is_read(tmp_path: Path) -> None:

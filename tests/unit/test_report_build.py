@@ -13,6 +13,7 @@ from pipeline import io, schemas
 from pipeline.report.build import (
     build_report,
     load_per_query,
+    read_curve,
     tradeoff_frame,
 )
 
@@ -58,10 +59,12 @@ def eval_dir(tmp_path: Path) -> Path:
     for seed, shift in ((1, 0.0), (2, 0.2)):  # aggregates 0.5 and 0.7: 0.6 ± 0.1414
         _write(root / "seeded" / f"seed-{seed}", _per_query([a + shift for a in A], [0.5] * 8))
     (root / "seeded" / "metrics.json").write_text(json.dumps({"MRR@10": 0.6}))
-    train = tmp_path / "plots" / "train"
-    train.mkdir(parents=True)
-    for m in ("baseline", "better", "same", "seeded"):
-        (train / f"{m}.csv").write_text("step,loss,lr\n5,1.0,0.00001\n10,0.8,0.00002\n")
+    for m in ("baseline", "better", "same", "seeded"):  # DVCLive's files of two fold models
+        for fold, loss in ((0, 1.0), (1, 0.5)):
+            run = tmp_path / "dvclive" / m / "plots" / "metrics" / f"fold-{fold}"
+            run.mkdir(parents=True)
+            (run / "loss.tsv").write_text(f"step\tloss\n5\t{loss}\n10\t0.8\n")
+            (run / "lr.tsv").write_text("step\tlr\n5\t0.00001\n10\t0.00002\n")
     return root
 
 
@@ -71,7 +74,7 @@ def test_build_report_writes_tables_and_figures(eval_dir: Path, tmp_path: Path) 
     written = build_report(
         methods, eval_dir, tmp_path / "metrics", [10], "baseline",
         info={"dataset": "fake"}, plots_dir=tmp_path / "plots" / "report",
-        train_dir=tmp_path / "plots" / "train",
+        train_dir=tmp_path / "dvclive",
     )  # fmt: skip
     names = sorted(p.name for p in written)
     tables = ["summary.md", "summary.csv", "comparison.csv", "comparison_ranx.json"]
@@ -141,3 +144,13 @@ def test_dvc_template_draws_labelled_points() -> None:
     labels = [layer for layer in spec["layer"] if layer["mark"]["type"] == "text"]
     assert labels and all(layer["encoding"]["text"]["field"] == "method" for layer in labels)
     assert spec["data"]["values"][0]["method"] == "baseline"
+
+
+def test_read_curve_averages_the_fold_models_dvclive_logs(eval_dir: Path, tmp_path: Path) -> None:
+    curve = read_curve(tmp_path / "dvclive" / "baseline")
+    assert curve.to_dicts() == [
+        {"step": 5, "loss": 0.75, "lr": 0.00001},
+        {"step": 10, "loss": 0.8, "lr": 0.00002},
+    ]
+    with pytest.raises(io.ArtifactError, match=r"no <run>/loss.tsv .*dvc repro"):
+        read_curve(tmp_path / "dvclive" / "missing")

@@ -113,3 +113,23 @@ def test_sweep_figure_numeric_and_categorical_axes(tmp_path: Path) -> None:
     fig = sweep_figure(cats, ["MRR@10"], "curriculum.n_buckets")
     ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     assert ticks == ["5", "10", "all"]
+
+
+def test_tradeoff_labels_of_a_tight_cluster_do_not_overlap() -> None:
+    """24 points within 0.01 of each other (the default run's cluster): every label stands
+    in the column right of the axes, and no two overlap."""
+    names = [f"method_{i:02d}" for i in range(24)]
+    points = pl.DataFrame(
+        {"method": names, "MRR@10": [0.92 + 0.0004 * (i % 5) for i in range(24)],
+         "NFaiRR@10": [0.77 + 0.0004 * i for i in range(24)]}
+    )
+    fig = tradeoff_figure(points, "MRR@10", "NFaiRR@10", baseline="method_00")
+    ax = fig.axes[0]
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    for t in ax.texts:
+        t.update_positions(renderer)  # type: ignore[attr-defined]
+    boxes = [Text.get_window_extent(t, renderer) for t in ax.texts]
+    assert len(boxes) == 24
+    assert not [(i, j) for i in range(24) for j in range(i) if boxes[i].overlaps(boxes[j])]
+    right = ax.get_window_extent(renderer).x1
+    assert all(b.x0 > right for b in boxes)  # outside the data

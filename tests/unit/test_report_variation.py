@@ -51,13 +51,20 @@ def test_frame_and_markdown() -> None:
     assert "| equalize | 0.450 |  |  | 0.500 | 0.450 | 0.400 | 0.100 |" in md
 
 
-def test_figure_has_one_line_per_method() -> None:
+def test_figure_has_one_panel_per_method() -> None:
+    """Small multiples: each panel draws its method in colour (the only labelled line) over
+    the other rows in grey; the first row (bm25) is the dashed reference elsewhere."""
     fig = variation_figure(variation_frame(METRICS))
-    ax = fig.axes[0]
-    assert [line.get_label() for line in ax.get_lines()] == ["bm25", "equalize"]
-    ydata: list[float] = ax.get_lines()[0].get_ydata().tolist()  # type: ignore[union-attr]
-    assert ydata == pytest.approx([0.6, 0.4, 0.2])
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["easy", "medium", "hard"]
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == ["bm25", "equalize"]
+    for ax, method in zip(panels, ("bm25", "equalize"), strict=True):
+        labelled = [ln for ln in ax.get_lines() if not str(ln.get_label()).startswith("_")]
+        assert [ln.get_label() for ln in labelled] == [method]
+    own = next(ln for ln in panels[0].get_lines() if ln.get_label() == "bm25")
+    assert own.get_ydata().tolist() == pytest.approx([0.6, 0.4, 0.2])  # type: ignore[union-attr]
+    dashed = [ln for ln in panels[1].get_lines() if ln.get_linestyle() == "--"]
+    assert len(dashed) == 1 and dashed[0].get_ydata().tolist() == pytest.approx([0.6, 0.4, 0.2])  # type: ignore[union-attr]
+    assert [t.get_text() for t in panels[0].get_xticklabels()] == ["easy", "medium", "hard"]
 
 
 def test_write_variation(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

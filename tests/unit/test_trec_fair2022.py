@@ -252,6 +252,23 @@ def test_track_alignments_follow_page_alignments_notebook() -> None:
     )  # fmt: skip
 
 
+def test_unknown_occupation_becomes_the_tracks_unknown_group() -> None:
+    """`occupations` → `occ`: the project's `Unknown` is the track's `@UNKNOWN` (it once
+    stayed `Unknown`, in a stray column), list items renormalised to sum 1."""
+    project = table(
+        [
+            ("p1", "occupations", "Unknown", 1.0),
+            ("p2", "occupations", "painter", 0.5),
+            ("p2", "occupations", "politician", 0.5),
+        ]
+    )
+    out = tf.track_alignments(project)
+    assert out.columns == ["doc_id", "dimension", "group", "weight"]
+    assert out.rows() == [
+        ("p1", "occ", U, 1.0), ("p2", "occ", "painter", 0.5), ("p2", "occ", "politician", 0.5)
+    ]  # fmt: skip
+
+
 def test_shipped_backgrounds() -> None:
     bgs = tf.load_backgrounds()
     assert len(bgs["sub-geo"]) == 20 and sum(bgs["sub-geo"].values()) == pytest.approx(1.0)

@@ -1,0 +1,499 @@
+"""Find and repair what a killed run leaves behind: ``python -m pipeline.doctor [--fix]``.
+
+DVC rewrites ``.dvc/tmp/rwlock`` and ``dvc.lock`` in place, so a SIGKILL (an OOM kill, a
+closed laptop, a CI timeout) in the middle of either write leaves an empty or cut file, after
+which every ``dvc`` command fails (``Unable to read RWLock-file``, ``'./dvc.lock' validation
+failed``). A queue worker killed mid-experiment leaves the experiment ``Running`` for ever.
+A training run killed after a checkpoint, whose stage DVC then restores from its cache
+instead of running it, leaves the checkpoint behind. Checked in this order:
+
+1. DVC processes: a ``dvc`` command or a stage running in this repository (``psutil``). If
+   any runs, the doctor only lists them and changes nothing (exit 2): their files are
+   work in progress, not damage.
+2. ``.dvc/tmp/rwlock`` (and ``.dvc/tmp/exps/rwlock``): empty, not JSON or not DVC's format.
+   Repair: delete it; DVC writes a new one (it holds only the locks of running commands).
+3. ``dvc.lock``: empty, cut (not ending in a newline, not YAML) or not DVC's format. Repair:
+   keep the complete entries before the cut, drop the entry the cut went through, and take
+   the entries the cut lost from the committed ``dvc.lock`` (``git show HEAD:dvc.lock``); DVC
+   reruns, or restores from its run-cache, every stage whose entry does not match the
+   workspace. Without any entry left the file is removed (DVC restores or reruns everything).
+4. ``checkpoints/<method>/``: unfinished ``.tmp`` files of a killed writer, checkpoints of a
+   method no longer in ``dvc.yaml``, and checkpoints of a ``train@<method>`` stage that is up
+   to date (its outputs are in place: DVC restored them from its cache, so the checkpoint
+   would never be resumed). Repair: delete them. A checkpoint of a stage that is not up to
+   date is kept and reported: the next ``dvc repro`` resumes from it.
+5. The experiment queue: experiments ``Running`` with no queue worker and no live process.
+   Repair: ``dvc queue kill`` (DVC's own call) marks them failed, so ``dvc exp show`` stops
+   listing them as running with their parent's metrics; ``dvc queue remove`` drops them.
+
+Without ``--fix`` it only reports (exit 1 when something needs repair). ``--fix`` holds
+DVC's repository lock while it repairs, so no DVC command starts meanwhile. The train stage
+calls :func:`sweep_checkpoints` at its start, so stale checkpoints of other methods also go
+without the doctor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from pipeline import io, paths
+
+log = logging.getLogger("pipeline.doctor")
+
+CHECKPOINTS = paths.CHECKPOINTS.as_posix()
+CKPT = "checkpoint.pt"
+RWLOCKS = (".dvc/tmp/rwlock", ".dvc/tmp/exps/rwlock")
+
+
+@dataclass
+class Finding:
+    """One thing found: what is wrong (``what``), what ``--fix`` does (``repair``) and the
+    repair itself (``None``: reported only, nothing to repair)."""
+
+    what: str
+    repair: str = ""
+    fix: Callable[[], None] | None = None
+
+
+# -- 1. running DVC processes -------------------------------------------------------------
+
+
+def dvc_processes(root: Path) -> list[str]:
+    """``pid: command`` of each ``dvc`` command or stage (``-m stages.…``) whose working
+    directory is inside ``root`` (a queued experiment runs in ``.dvc/tmp/exps/``). DVC's
+    detached helpers (``dvc daemon`` for its update check and analytics, and the forked copy
+    of a command that waits for one) never touch the repository and are left out."""
+    mine = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline", "cwd"]):
+        cmd, cwd = proc.info["cmdline"] or [], proc.info["cwd"]
+        if proc.info["pid"] in mine or not cwd or not _is_dvc(cmd) or _is_daemon(proc, cmd):
+            continue
+        if Path(cwd).resolve().is_relative_to(root):
+            found.append(f"{proc.info['pid']}: {' '.join(cmd)[:160]}")
+    return found
+
+
+def _is_dvc(cmd: Sequence[str]) -> bool:
+    modules = {cmd[i + 1] for i, a in enumerate(cmd[:-1]) if a == "-m"}
+    return any(Path(a).name == "dvc" for a in cmd[:2]) or any(
+        m == "dvc" or m.startswith("stages.") for m in modules
+    )
+
+
+def _is_daemon(proc: psutil.Process, cmd: Sequence[str]) -> bool:
+    if "daemon" in cmd:
+        return True
+    try:  # the forked copy waiting for it: every child a daemon (processes come and go)
+        children = proc.children()
+        return bool(children) and all("daemon" in (c.cmdline() or []) for c in children)
+    except psutil.Error:
+        return False
+
+
+# -- 2. rwlock ------------------------------------------------------------------------------
+
+
+def rwlock_findings(root: Path) -> list[Finding]:
+    """An empty, cut or malformed rwlock file: every ``dvc`` command fails on it."""
+    from dvc.rwlock import SCHEMA
+    from voluptuous import Invalid
+
+    out = []
+    for rel in RWLOCKS:
+        path = root / rel
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            SCHEMA(json.loads(text))
+            continue
+        except json.JSONDecodeError:
+            state = "empty" if not text.strip() else f"cut ({len(text)} bytes, not JSON)"
+        except Invalid as e:
+            state = f"not in DVC's format ({e})"
+        out.append(
+            Finding(
+                f"{rel} is {state}: a DVC command was killed while writing it, and every dvc "
+                "command now fails with 'Unable to read RWLock-file'",
+                f"delete {rel} (it holds only the locks of running DVC commands; none runs)",
+                functools.partial(path.unlink, missing_ok=True),
+            )
+        )
+    return out
+
+
+# -- 3. dvc.lock ----------------------------------------------------------------------------
+
+
+def lockfile_findings(root: Path) -> list[Finding]:
+    """An empty or cut ``dvc.lock`` and how it is rebuilt (module docstring, item 3).
+
+    A cut file is often still valid YAML that DVC reads without a word, treating every entry
+    the cut lost as a stage never run. So a file is taken as cut when it does not end in a
+    newline, is not DVC's format, its last entry lacks a dependency or output that its stage
+    declares, or it lacks the entry of a stage that ``dvc.yaml`` defines and the committed
+    ``dvc.lock`` has (DVC never drops those by itself)."""
+    path = root / "dvc.lock"
+    if not path.is_file():
+        return []
+    text = path.read_text(encoding="utf-8", errors="replace")
+    parsed = _valid_lock(text)
+    data = parsed if text.endswith("\n") else None
+    committed = _committed_entries(root)
+    if data is None:
+        kept = _complete_entries(text)
+    else:
+        kept = dict(data.get("stages") or {})
+        last = list(kept)[-1:]
+        if last and not _declared_in(root, last[0], kept[last[0]]):
+            del kept[last[0]]
+    declared = _stage_paths(root, [n for n in committed if n not in kept])
+    lost = [n for n in committed if n not in kept and n in declared]
+    if data is not None and len(kept) == len(data.get("stages") or {}) and not lost:
+        return []
+    stages = {**kept, **{name: committed[name] for name in lost}}
+    state = "empty" if not text.strip() else f"cut ({len(text)} bytes)"
+    repair = f"keep its {len(kept)} complete entries"
+    if lost:
+        repair += f", take {len(lost)} lost ones from the committed dvc.lock (git HEAD)"
+    repair += (
+        "; DVC then reruns or restores every stage whose entry does not match"
+        if stages
+        else "; no entry is left, so remove it (DVC reruns or restores every stage)"
+    )
+    fails = (
+        "every dvc command fails on it"
+        if parsed is None
+        else "it still parses, so DVC would silently rerun every stage whose entry it lost"
+    )
+    return [
+        Finding(
+            f"dvc.lock is {state}: DVC was killed while rewriting it; {fails}",
+            repair,
+            functools.partial(_write_lock, path, stages),
+        )
+    ]
+
+
+Declared = tuple[set[str], set[str], dict[str, set[str]]]
+
+
+def _stage_paths(root: Path, names: list[str]) -> dict[str, Declared]:
+    """``dvc.yaml``'s declared ``(dependency paths, output paths, params keys per file)`` of
+    each stage of ``names`` that it defines. Read from ``dvc.yaml`` alone: DVC's usual stage
+    loading reads ``dvc.lock`` too, and fails on a cut one."""
+    if not names or not (root / "dvc.yaml").is_file():
+        return {}
+    from dvc.dependency.param import ParamsDependency
+    from dvc.dvcfile import ProjectFile
+    from dvc.repo import Repo
+    from dvc.stage.loader import StageLoader
+
+    with Repo(str(root)) as repo:
+        dvcfile = ProjectFile(repo, str(root / "dvc.yaml"))
+        loader = StageLoader(dvcfile, dvcfile.contents, {})
+        out = {}
+        for name in (n for n in names if n in loader):
+            stage = loader[name]
+            params = {d.def_path: set(d.params or ()) for d in stage.deps
+                      if isinstance(d, ParamsDependency)}  # fmt: skip
+            deps = {d.def_path for d in stage.deps if not isinstance(d, ParamsDependency)}
+            out[name] = (deps, {o.def_path for o in stage.outs}, params)
+    return out
+
+
+def _declared_in(root: Path, name: str, entry: dict[str, Any]) -> bool:
+    """Whether a lock entry has every dependency, output and parameter its stage declares,
+    each with its hash (a cut entry lacks the tail of its lists or of their last item)."""
+    declared = _stage_paths(root, [name]).get(name)
+    if declared is None:
+        return True  # no longer in dvc.yaml: not ours to judge
+    items = [*entry.get("deps", []), *entry.get("outs", [])]
+    if "cmd" not in entry or not all(i.get(i.get("hash", "md5")) for i in items):
+        return False
+    params = entry.get("params") or {}
+    return (
+        declared[0] <= {d["path"] for d in entry.get("deps", [])}
+        and declared[1] <= {o["path"] for o in entry.get("outs", [])}
+        and all(keys <= set(params.get(f) or {}) for f, keys in declared[2].items())
+    )
+
+
+def _valid_lock(text: str) -> dict[str, Any] | None:
+    """The parsed lock file when it is valid YAML in DVC's lock file format, else None."""
+    from dvc.schema import COMPILED_LOCKFILE_SCHEMA
+    from dvc.utils.serialize import loads_yaml
+
+    try:
+        data = loads_yaml(text)
+        COMPILED_LOCKFILE_SCHEMA(data)
+    except Exception:  # ruamel's parser errors share no base class with voluptuous' Invalid
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _blocks(text: str) -> Iterator[tuple[str, str]]:
+    """``(stage name, its YAML lines)`` of each entry under ``stages:``, in file order."""
+    name, lines = None, []
+    for line in text.splitlines(keepends=True):
+        top = line.startswith("  ") and not line.startswith("   ") and line.rstrip().endswith(":")
+        if top and not line.lstrip().startswith("-"):
+            if name is not None:
+                yield name, "".join(lines)
+            name, lines = line.strip()[:-1].strip("'\""), [line]
+        elif name is not None:
+            lines.append(line)
+    if name is not None:
+        yield name, "".join(lines)
+
+
+def _complete_entries(text: str) -> dict[str, Any]:
+    """The valid entries of a cut lock file, except the last one (the cut went through it,
+    or the cut lost what followed; either way it cannot be trusted)."""
+    blocks = list(_blocks(text))[:-1]
+    out: dict[str, Any] = {}
+    for name, body in blocks:
+        data = _valid_lock(f"schema: '2.0'\nstages:\n{body}")
+        if data is not None and name in data.get("stages", {}):
+            out[name] = data["stages"][name]
+    return out
+
+
+def _committed_entries(root: Path) -> dict[str, Any]:
+    """Stage entries of the committed ``dvc.lock`` (``git show HEAD:dvc.lock``), if any."""
+    try:
+        proc = subprocess.run(
+            ["git", "show", "HEAD:dvc.lock"], cwd=root, capture_output=True, text=True, check=False
+        )
+    except OSError:  # no git
+        return {}
+    data = _valid_lock(proc.stdout) if proc.returncode == 0 else None
+    return dict(data.get("stages") or {}) if data else {}
+
+
+def _write_lock(path: Path, stages: dict[str, Any]) -> None:
+    """Write the entries as DVC writes its lock file (its YAML dumper), atomically."""
+    from io import StringIO
+
+    from dvc.utils.serialize._yaml import _dump
+
+    if not stages:
+        path.unlink(missing_ok=True)
+        return
+    buffer = StringIO()
+    _dump({"schema": "2.0", "stages": stages}, buffer)
+    io.write_text(buffer.getvalue(), path)
+
+
+# -- 4. checkpoints -------------------------------------------------------------------------
+
+
+def checkpoint_findings(root: Path, skip: str | None = None) -> list[Finding]:
+    """Stale checkpoints under ``checkpoints/`` (module docstring, item 4); ``skip``: a
+    method whose checkpoints are in use (the train stage calling :func:`sweep_checkpoints`)."""
+    folder = root / CHECKPOINTS
+    methods = sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+    methods = [m for m in methods if m.name != skip]
+    if not methods:
+        return []
+    out = []
+    status = _train_status(root, [m.name for m in methods])
+    for method in methods:
+        rel = method.relative_to(root)
+        temps = sorted(method.rglob("*.tmp"))
+        state = status[method.name]
+        if state == "resumable":
+            if temps:
+                what = f"{rel}: {len(temps)} unfinished checkpoint files of a killed writer"
+                out.append(_delete(root, temps, what))
+            found = sorted(str(p.parent.relative_to(method)) for p in method.rglob(CKPT))
+            out.append(
+                Finding(
+                    f"{rel}: resumable checkpoints ({', '.join(found) or 'none'}); the next "
+                    f"`dvc repro` resumes train@{method.name} from them"
+                )
+            )
+            continue
+        out.append(_delete(root, [method], f"{rel}: stale checkpoints ({state})"))
+    return out
+
+
+def _delete(root: Path, paths: list[Path], what: str) -> Finding:
+    """A finding whose repair deletes ``paths`` (then ``checkpoints/`` itself when empty)."""
+
+    def remove() -> None:
+        for p in paths:
+            shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+        top = root / CHECKPOINTS
+        if top.is_dir() and not any(top.iterdir()):
+            top.rmdir()
+
+    names = [str(p.relative_to(root)) for p in paths]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return Finding(what, f"delete {shown}", remove)
+
+
+def _train_status(root: Path, methods: list[str]) -> dict[str, str]:
+    """Per method, ``resumable`` or why its checkpoints are stale, from the ``train@<method>``
+    stage of ``dvc.yaml`` and its ``dvc.lock`` entry. DVC's own stage and output status calls
+    take its repository lock, which a running ``dvc repro`` holds while the train stage calls
+    this; the same checks are made here directly, without the lock (read only)."""
+    from dvc.exceptions import DvcException
+    from dvc.repo import Repo
+
+    out = {}
+    with Repo(str(root)) as repo:
+        for m in methods:
+            try:  # the full path: a bare name would be looked up in the working directory
+                (stage,) = repo.stage.collect(f"{root / 'dvc.yaml'}:train@{m}")
+            except DvcException:
+                out[m] = f"no stage train@{m} in dvc.yaml: the method was removed"
+                continue
+            changed = (
+                stage.changed_stage()
+                or any(dep.status() for dep in stage.deps)
+                or any(o.status() for o in stage.outs)
+            )
+            out[m] = (
+                "resumable"
+                if changed
+                else f"train@{m} is up to date: its outputs are in place (DVC restored them "
+                "from its cache), so they will never be resumed"
+            )
+    return out
+
+
+def sweep_checkpoints(keep: str, root: Path | None = None) -> None:
+    """Delete other methods' stale checkpoints (the train stage calls it first). Quiet and
+    cheap when there are none; a failure is a warning: housekeeping never stops training."""
+    here = (root or Path.cwd()).resolve()
+    folder = here / CHECKPOINTS
+    if not folder.is_dir() or not any(p.name != keep for p in folder.iterdir()):
+        return
+    try:
+        for f in checkpoint_findings(here, skip=keep):
+            if f.fix is not None:
+                f.fix()
+                log.info("removed %s", f.what)
+    except Exception as e:  # e.g. a damaged dvc.lock: the doctor reports it
+        log.warning("could not check other methods' checkpoints (%s); `python -m "
+                    "pipeline.doctor` reports them", e)  # fmt: skip
+
+
+# -- 5. the experiment queue ------------------------------------------------------------------
+
+
+def queue_findings(root: Path) -> list[Finding]:
+    """Queued experiments ``Running`` with no worker and no live process (item 5)."""
+    if not (root / ".dvc/tmp/exps/celery").is_dir():
+        return []
+    from dvc.repo import Repo
+
+    repo = Repo(str(root))
+    queue = repo.experiments.celery_queue
+    active = list(queue.iter_active())
+    if not active:
+        return []
+    running = {t["id"] for tasks in queue.worker_status().values() for t in tasks}
+    out = []
+    for entry in active:
+        info = queue.proc.get(entry.stash_rev)
+        alive = info is not None and info.returncode is None and psutil.pid_exists(info.pid)
+        name = entry.name or entry.stash_rev[:7]
+        if alive or _task_ids(queue, entry) & running:
+            continue
+        out.append(
+            Finding(
+                f"experiment {name!r} is listed as Running, but no queue worker and no "
+                "process runs it (its worker was killed)",
+                f"mark it failed (`dvc queue kill {name}`); then `dvc queue logs {name}` "
+                f"shows its log and `dvc queue remove {name}` drops it",
+                functools.partial(queue.kill, [entry.stash_rev], force=True),
+            )
+        )
+    return out
+
+
+def _task_ids(queue: Any, entry: Any) -> set[str]:
+    return {
+        msg.headers["id"] for msg, e in queue._iter_processed() if e.stash_rev == entry.stash_rev
+    }
+
+
+# -- the command ------------------------------------------------------------------------------
+
+
+def diagnose(root: Path, fix: bool) -> tuple[list[Finding], list[Finding]]:
+    """``(problems, notes)`` found in ``root``; with ``fix`` each problem is repaired as soon
+    as it is found (the later checks read DVC's state, which needs the earlier repairs)."""
+    problems: list[Finding] = []
+    notes: list[Finding] = []
+    checks = (rwlock_findings, lockfile_findings, checkpoint_findings, queue_findings)
+    later = {checkpoint_findings: "checkpoints", queue_findings: "the experiment queue"}
+    for check in checks:
+        if problems and not fix and check in later:  # they read dvc.lock and DVC's state
+            notes.append(Finding(f"{later[check]}: checked once the problems above are repaired"))
+            continue
+        for f in check(root):
+            (problems if f.fix else notes).append(f)
+            if fix and f.fix:
+                f.fix()
+    return problems, notes
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pipeline.doctor", description=__doc__)
+    ap.add_argument("--fix", action="store_true", help="repair what is found")
+    ap.add_argument("--repo", default=".", help="the repository (default: here)")
+    ns = ap.parse_args(argv)
+    # DVC's queue libraries warn about their own internals (kombu's host name, a dead process)
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    root = Path(ns.repo).resolve()
+    if not (root / ".dvc").is_dir():
+        sys.stdout.write(f"{root}: not a DVC repository (no .dvc/)\n")
+        return 2
+    running = dvc_processes(root)
+    if running:
+        lines = "".join(f"  {p}\n" for p in running)
+        sys.stdout.write(f"DVC is running in {root}; nothing checked or changed. Wait for it, "
+                         f"or stop it, then run the doctor again:\n{lines}")  # fmt: skip
+        return 2
+    if ns.fix:
+        from dvc.repo import Repo, lock_repo
+
+        with lock_repo(Repo(str(root))):  # no DVC command starts while we repair
+            problems, notes = diagnose(root, fix=True)
+    else:
+        problems, notes = diagnose(root, fix=False)
+    for f in problems:
+        sys.stdout.write(f"{'FIXED' if ns.fix else 'FOUND'}  {f.what}\n       → {f.repair}\n")
+    for f in notes:
+        sys.stdout.write(f"OK     {f.what}\n")
+    if not problems:
+        sys.stdout.write(f"nothing to repair in {root}\n")
+        return 0
+    if ns.fix:
+        sys.stdout.write(f"repaired {len(problems)}; `dvc repro` continues from here\n")
+        return 0
+    sys.stdout.write(
+        f"{len(problems)} to repair; run `python -m pipeline.doctor --fix` to repair them\n"
+    )
+    return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

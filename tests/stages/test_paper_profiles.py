@@ -1,0 +1,107 @@
+"""The paper-scale profiles end to end through DVC, on the real ir_datasets code, offline.
+
+Each profile of `tests/stages/paper_profiles.py` (docs/paper-scale.md's commands, shrunk to the
+miniature cache of `tests/irds_miniature.py`) runs `dvc repro` in a throw-away repository:
+extract → score → candidates → order → train (two steps of the tiny random BERT) → evaluate
+→ report and audit, with every Python process unable to reach the network."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from pipeline import io
+from pipeline.audit import RUNS_DIR
+from tests.conftest import Miniature, NoNetwork
+from tests.stages.conftest import make_repo, run
+from tests.stages.paper_profiles import DOC, METHODS, overrides
+
+pytestmark = pytest.mark.slow
+
+
+def reproduce(profile: str, tmp_path: Path, offline: NoNetwork) -> Path:
+    params = tmp_path / "params_overrides.yaml"
+    params.write_text(yaml.safe_dump(overrides(profile), sort_keys=False))
+    repo = make_repo(tmp_path / "repo", params)
+    run([sys.executable, "-m", "dvc", "config", "core.check_update", "false"], repo)
+    run([sys.executable, "-m", "dvc", "repro", "-q"], repo, env=offline.env)
+    return repo
+
+
+def check_common(repo: Path, seeds: int, arch: str = "cross_encoder") -> None:
+    for method in [*METHODS, "bm25", "zero-shot"]:
+        metrics = json.loads((repo / f"metrics/{method}.json").read_text())
+        assert metrics["n_queries"] > 0 and 0.0 <= metrics["MRR@10"] <= 1.0, method
+    runs = sorted((repo / "runs" / "baseline").rglob("run.parquet"))
+    assert len(runs) == seeds
+    summary = (repo / "metrics/summary.md").read_text()
+    assert all(f"| {m} |" in summary for m in METHODS)
+    meta = json.loads(next((repo / "models" / "baseline").rglob("ranker.json")).read_text())
+    assert meta["arch"] == arch
+
+
+def rr_at_10(run: pl.DataFrame, relevant: dict[str, str]) -> float:
+    """Mean reciprocal rank at 10 of the one relevant passage per query, by hand."""
+    values = []
+    for qid, docs in (
+        run.sort("rank").group_by("query_id", maintain_order=True).agg("doc_id").rows()
+    ):
+        ranked = docs[:10]
+        values.append(1 / (ranked.index(relevant[qid]) + 1) if relevant[qid] in ranked else 0.0)
+    return sum(values) / len(values)
+
+
+def test_msmarco_215(tmp_path: Path, miniature: Miniature, no_network: NoNetwork) -> None:
+    repo = reproduce("msmarco-215", tmp_path, no_network)
+    check_common(repo, seeds=3)
+    queries = pl.read_parquet(repo / "data/queries.parquet")
+    assert queries.filter(pl.col("split") == "test").height == 215
+    cands = pl.read_parquet(repo / "data/candidates.parquet")
+    assert cands.group_by("query_id").len()["len"].max() == 8
+    audit = pl.read_csv(repo / "metrics/audit_edbt2022.csv")
+    assert set(audit["status"]) == {"ok"}  # every passage of the ten runs has its text
+    for name in ("inference_bert-mini", "inference_electra-small_bias-aware"):
+        expected = rr_at_10(
+            io.read_trec_run(RUNS_DIR / f"{name}.trec.gz"), miniature.msmarco.relevant
+        )
+        ours = audit.filter(pl.col("run") == name, pl.col("metric") == "MRR@10")["ours"][0]
+        assert ours == pytest.approx(expected, abs=5e-5)  # the CSV keeps 4 decimals
+
+
+def test_msmarco_1765(tmp_path: Path, miniature: Miniature, no_network: NoNetwork) -> None:
+    repo = reproduce("msmarco-1765", tmp_path, no_network)
+    check_common(repo, seeds=3)
+    queries = pl.read_parquet(repo / "data/queries.parquet")
+    assert queries.filter(pl.col("split") == "test").height == 1765
+    first = pl.read_parquet(repo / "data/first_stage.parquet")
+    assert first.group_by("query_id").len()["len"].max() == 20  # bm25s over the collection
+    planted = {(q, d) for q, d in miniature.msmarco.relevant.items() if int(d) >= 9_000_000}
+    top = set(first.filter(pl.col("rank") == 1).select("query_id", "doc_id").rows())
+    assert len(planted & top) >= 0.9 * len(planted)
+    audit = pl.read_csv(repo / "metrics/audit_edbt2022.csv")
+    assert not any(s.startswith("skipped") for s in audit["status"])
+
+
+def test_trec_fair_2022(tmp_path: Path, miniature: Miniature, no_network: NoNetwork) -> None:
+    repo = reproduce("trec-fair-2022", tmp_path, no_network)
+    check_common(repo, seeds=1, arch="bi_encoder")  # the doc's command keeps model.arch
+    align = pl.read_parquet(repo / "data/alignments.parquet")
+    assert set(align["dimension"]) == {"gender_category", "page_subcont_regions"}
+    corpus = pl.read_parquet(repo / "data/corpus.parquet")
+    assert set(align["doc_id"]) == set(corpus["doc_id"])
+    metrics = json.loads((repo / "metrics/baseline.json").read_text())
+    assert 0.0 <= metrics["AWRF@10"] <= 1.0
+    audit = pl.read_csv(repo / "metrics/audit_edbt2022.csv")
+    assert all(s.startswith("skipped") for s in audit["status"])  # MS MARCO only
+
+
+def test_profiles_are_the_docs() -> None:
+    """The overrides start from the doc's settings (part 2 reads them from the doc)."""
+    assert "dataset.name=msmarco-passage" in DOC["msmarco-215"]
+    assert overrides("msmarco-1765")["dataset"]["msmarco_passage"]["query_set"] == "1765"
+    assert overrides("msmarco-215")["train"]["seeds"] == [1, 2, 3]
