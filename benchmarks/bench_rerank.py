@@ -24,7 +24,7 @@ import torch
 from benchmarks.common import parser, report, setup_logging, timed, write_row
 from benchmarks.naive_ranker import naive_rerank, sequences_per_pair
 from benchmarks.synthetic import passages, queries, vocabulary
-from pipeline.models.config import ARCHS, ModelConfig
+from pipeline.models.config import ModelConfig, family_names
 from pipeline.models.registry import build_ranker
 from pipeline.rerank import rerank
 
@@ -33,7 +33,7 @@ log = logging.getLogger("benchmarks.rerank")
 
 def main() -> None:
     p = parser(__doc__ or "")
-    p.add_argument("--arch", default="bi_encoder", choices=ARCHS)
+    p.add_argument("--arch", default="bi_encoder", choices=family_names())
     p.add_argument("--queries", type=int, default=10)
     p.add_argument("--depth", type=int, default=100)
     p.add_argument("--docs", type=int, default=300, help="distinct documents in the pool")

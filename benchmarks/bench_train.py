@@ -27,17 +27,18 @@ from benchmarks.common import parser, report, setup_logging, timed, write_row
 from benchmarks.naive_ranker import naive_train
 from benchmarks.synthetic import passages, queries, vocabulary
 from pipeline.models.base import Ranker
-from pipeline.models.config import ARCHS, ModelConfig
+from pipeline.models.config import ModelConfig, family_names
 from pipeline.models.registry import build_ranker
 from pipeline.train.groups import prepare_groups
 from pipeline.train.loop import TrainConfig, train_model
+from pipeline.train.losses.margin import MarginConfig
 
 log = logging.getLogger("benchmarks.train")
 
 
 def main() -> None:
     p = parser(__doc__ or "")
-    p.add_argument("--arch", default="bi_encoder", choices=ARCHS)
+    p.add_argument("--arch", default="bi_encoder", choices=family_names())
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--batch", type=int, default=4, help="groups (queries) per step")
     p.add_argument("--group-size", type=int, default=6)
@@ -84,7 +85,10 @@ def main() -> None:
         )  # fmt: skip
         seconds, _ = timed(
             lambda: train_model(
-                ranker, prepare_groups(triples, args.group_size, bias), "margin", {}, train_cfg
+                ranker,
+                prepare_groups(triples, args.group_size, bias),
+                (("margin", MarginConfig()),),
+                train_cfg,
             )
         )
         return n / seconds

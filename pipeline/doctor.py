@@ -49,11 +49,11 @@ from typing import Any
 
 import psutil
 
-from pipeline import io
+from pipeline import io, paths
 
 log = logging.getLogger("pipeline.doctor")
 
-CHECKPOINTS = "checkpoints"
+CHECKPOINTS = paths.CHECKPOINTS.as_posix()
 CKPT = "checkpoint.pt"
 RWLOCKS = (".dvc/tmp/rwlock", ".dvc/tmp/exps/rwlock")
 

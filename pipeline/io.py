@@ -22,15 +22,15 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.errors import is_disk_full
+from pipeline.errors import InputError, SetupError, is_disk_full
 from pipeline.schemas import RUN, Schema, SchemaError, validate
 
 
-class ArtifactError(ValueError):
+class ArtifactError(InputError):
     """An input file is missing, unreadable or malformed."""
 
 
-class DiskFullError(RuntimeError):
+class DiskFullError(SetupError):
     """A write ran out of disk space (ENOSPC); the destination was left as it was."""
 
 
@@ -103,7 +103,7 @@ def write_json(obj: Any, path: str | Path) -> None:
 
 def _check_finite(obj: Any, where: str) -> None:
     if isinstance(obj, float) and not math.isfinite(obj):
-        raise ValueError(f"{where}: refusing to write a non-finite number ({obj})")
+        raise InputError(f"{where}: refusing to write a non-finite number ({obj})")
     if isinstance(obj, dict):
         for k, v in obj.items():
             _check_finite(v, f"{where}:{k}")

@@ -19,7 +19,8 @@ published MS MARCO numbers) and the user's LIWC `.dic` when given (else the open
 counterfactual gap; `background` (`query_id, doc_id[, rank]`, e.g. the BM25 candidates) is
 NFaiRR's background set (SPEC §4.3); without it a query's background is its own run.
 
-**ir_measures measures** (`ir_measures.define_byquery`): `ARaB_{tc,tf,bool}` (signed, male −
+**ir_measures measures** (`ir_measures.define_byquery`): every measure of a metric record
+with an `ir_measures` name (`pipeline/metrics`): `ARaB_{tc,tf,bool}` (signed, male −
 female) and `ARaB_{tc,tf,bool}_abs`, `NFaiRR`, `LIWC`, `AWRF`, `nDCGxAWRF` take a cut-off
 (`@10`); `gap_mean`, `gap_abs`, `gap_male_wins` read the whole ranking. Effectiveness uses
 ir_measures' own `RR@10` (the suite's `MRR@10`, the name papers print) and `nDCG@10`
@@ -55,7 +56,7 @@ from pipeline.bias import (
     load_wordlist,
     score_documents,
 )
-from pipeline.metrics import METRICS, EvalInputs, get_metric
+from pipeline.metrics import METRICS, EvalInputs, get_metric, get_record, measure_of
 from pipeline.metrics.inputs import AwrfTarget, labelled_groups
 from pipeline.metrics.suite import DEFAULT_CUTOFFS, evaluate
 
@@ -65,28 +66,23 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_TOKENIZER = "words"
-IR_MEASURES_NAMES = {"MRR": "RR", "nDCG": "nDCG"}
+IR_MEASURES_NAMES = {
+    m.base: m.ir_measures
+    for r in METRICS.values()
+    if r.ir_measures_native
+    for m in r.measures
+    if m.ir_measures
+}
 """Suite metric → ir_measures measure of the same value (`MRR@10` is ir_measures' `RR@10`)."""
 
-# ir_measures name → (metric family, suite key; `{k}` = the cut-off, absent = whole ranking)
+# ir_measures name → (metric family, suite key; `{k}` = the cut-off, absent = whole ranking),
+# read from the metric records (pipeline/metrics): every measure with an ir_measures name
 FAIRNESS: dict[str, tuple[str, str]] = {
-    **{f"ARaB_{x}": ("arab", f"ARaB-{x}@{{k}}") for x in ("tc", "tf", "bool")},
-    **{f"ARaB_{x}_abs": ("arab", f"ARaB-{x}-abs@{{k}}") for x in ("tc", "tf", "bool")},
-    "NFaiRR": ("nfairr", "NFaiRR@{k}"),
-    "LIWC": ("liwc", "LIWC@{k}"),
-    "AWRF": ("awrf", "AWRF@{k}"),
-    "nDCGxAWRF": ("awrf", "nDCGxAWRF@{k}"),
-    "gap_mean": ("counterfactual", "gap-mean"),
-    "gap_abs": ("counterfactual", "gap-abs"),
-    "gap_male_wins": ("counterfactual", "gap-male-wins"),
-    "gap_neutral_first": ("counterfactual", "gap-neutral-first"),
-}
-_DESCRIPTIONS = {
-    "arab": "ARaB (Rekabsaz & Schedl 2020): male − female rank bias of the top k",
-    "nfairr": "NFaiRR (Rekabsaz et al. 2021): normalised neutrality of the top k",
-    "liwc": "LIWC gender (Seyedsalehi et al. 2022): |female − male lexicon share| × 100",
-    "awrf": "AWRF (Sapiezynski et al. 2019): 1 − JSD of group exposure vs the target",
-    "counterfactual": "Grep-BiasIR gap: rank(F version) − rank(M version) of the relevant doc",
+    m.ir_measures: (r.name, m.key)
+    for r in METRICS.values()
+    if not r.ir_measures_native
+    for m in r.measures
+    if m.ir_measures
 }
 
 
@@ -297,7 +293,8 @@ def _measure(coll: Collection, name: str) -> Any:
     from ir_measures.util import Metric
 
     family, key = FAIRNESS[name]
-    with_cutoff = "{k}" in key
+    measure = measure_of(key.format(k=10))
+    assert measure is not None
 
     def per_query(qrels: pd.DataFrame, run: pd.DataFrame) -> float:
         return query_value(coll, name, None, qrels, run)
@@ -305,9 +302,9 @@ def _measure(coll: Collection, name: str) -> Any:
     base = ir_measures.define_byquery(
         per_query,
         name=name,
-        support_cutoff=with_cutoff,
-        pretty_name=key.replace("@{k}", ""),
-        short_desc=_DESCRIPTIONS[family],
+        support_cutoff=measure.per_cutoff,
+        pretty_name=measure.base,
+        short_desc=f"{measure.description} ({get_record(family).reference})",
     )
 
     class WholeRanking(type(base)):  # type: ignore[misc]

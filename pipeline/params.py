@@ -1,16 +1,17 @@
 """Typed, validated view of params.yaml.
 
-Every section is a frozen dataclass. Loading rejects unknown keys, ill-typed values and
-out-of-range values with one error naming the key (e.g. `methods.penalty_irrelevant.lambda`)
-and what was expected, so a typo in `dvc exp run -S …` fails at once instead of silently
-running the default.
+Every section is a typed config (``pipeline.config``): the plug-ins' own configs (a data
+source's ``dataset.<source>``, an ordering's ``orderings.<name>``, a method's loss terms)
+and the sections below. Loading refuses unknown keys (with the closest known one), missing
+required keys and ill-typed or out-of-range values with one error naming the key (e.g.
+``methods.penalty_irrelevant.lambda``) and the fix, so a typo in ``dvc exp run -S …`` fails
+at once instead of silently running the default. Defaults live in the configs only;
+params.yaml repeats them (a test checks that they agree).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import types
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,166 +19,171 @@ from typing import Annotated, Any, Literal
 
 import yaml
 
-from pipeline.config import Range, did_you_mean
+from pipeline.config import (
+    Checked,
+    ParamsError,
+    Range,
+    build,
+    did_you_mean,
+    fields,
+    key_of,
+    lookup,
+)
+from pipeline.data import SOURCES, get_source
 from pipeline.models.config import ModelConfig
 from pipeline.ordering import ORDERINGS, get_ordering
-from pipeline.schemas import PSI_SOURCE
-from pipeline.train.losses import get_record
+from pipeline.ordering.common import Direction, PsiColumn
+from pipeline.train.config import TrainConfig
+from pipeline.train.losses import LOSSES, Objective, get_record
 
 DEFAULT_PARAMS = "params.yaml"
 
-
-class ParamsError(ValueError):
-    """params.yaml is missing a key, has an unknown key, or a value of the wrong type/range."""
+__all__ = [
+    "DEFAULT_PARAMS",
+    "FIRST_STAGE",
+    "REFERENCE_ROWS",
+    "ZERO_SHOT",
+    "CandidatesParams",
+    "DatasetParams",
+    "EvaluateParams",
+    "MethodParams",
+    "ModelParams",
+    "Params",
+    "ParamsError",
+    "ReportParams",
+    "RerankParams",
+    "ScoreParams",
+    "TrainParams",
+    "TransferParams",
+    "get_method",
+    "load_params",
+    "parse_params",
+]
 
 
 @dataclass(frozen=True)
 class DatasetParams:
+    """The ``dataset`` section: ``name`` picks the source; every source owns its own
+    subsection ``dataset.<section>`` (``grep_biasir``, ``msmarco_passage``, …), loaded into
+    its record's ``Config`` (``pipeline/data``)."""
+
     name: str = "grep-biasir"
-    test_fraction: float = 0.3  # with folds: 1 (a single split)
-    folds: int = 5  # k-fold cross-validation over queries (Grep-BiasIR); 1 = one split
-    split_seed: int = 13
-    bm25_negatives: int = 2
-    bm25_pool: int = 10
-    max_queries: int | None = None
-    # Paper scale (network needed): msmarco-passage
-    n_triples: int = 100_000  # papers: 3_000_000
-    triples_sample: str = "first"  # first | sample (seeded with split_seed)
-    query_set: str = "215"  # 215 | 1765 (shipped MS MARCO dev query sets)
-    first_stage: str = "auto"  # auto | shipped (BM25 top-200 run of the 215 set) | bm25
-    candidates_k: int = 200
-    batch_size: int = 100_000
-    # Paper scale: trec-fair-2022
-    fair_dimensions: list[str] = field(
-        default_factory=lambda: ["gender_category", "page_subcont_regions"]
-    )
-    docs_per_query: int | None = 100
-    negatives: int = 2
+    sources: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def source(self) -> Any:
+        """The config of the selected source."""
+        return self.sources[get_source(self.name).section]
+
+    @property
+    def folds(self) -> int:
+        """Cross-validation folds of the selected source (1 = one train/test split)."""
+        return int(getattr(self.source, "folds", 1))
 
 
 @dataclass(frozen=True)
-class ScoreParams:
-    tokenizer: str = "reference"
+class ScoreParams(Checked):
+    """``tokenizer``: ``words`` (runs of \\w; Grep-BiasIR) or ``reference`` (split on one
+    space, as the published MS MARCO code); the word lists; ``liwc_dic``: a LIWC ``.dic``
+    (``None`` = the open list); ``neutrality_tau``: ζ = 1 up to tau representative words;
+    ``complexity_parser``: an installed spaCy pipeline for Lu (2010) syntactic indices."""
+
+    tokenizer: Literal["words", "reference"] = "words"
     wordlist_specific: str = "pipeline/resources/wordlists/wordlist_genderspecific.txt"
     wordlist_representative: str = "pipeline/resources/wordlists/wordlist_gender_representative.txt"
     liwc_dic: str | None = None
-    neutrality_tau: float = 1.0
-    complexity_parser: str | None = None  # installed spaCy pipeline: Lu (2010) syntactic indices
+    neutrality_tau: Annotated[float, Range(ge=0)] = 1.0
+    complexity_parser: str | None = None
 
 
 @dataclass(frozen=True)
-class CandidatesParams:
+class CandidatesParams(Checked):
     """``top_k``: BM25 candidates per test query (reranked); ``train_top_k``: per training
     query (read only by the ``lws`` ordering), ``None`` = ``top_k``, ``0`` = none (paper scale
     without LWS: 400k training queries × the whole corpus is hours of BM25)."""
 
-    top_k: int = 50
-    k1: float = 0.9
-    b: float = 0.4
+    top_k: Annotated[int, Range(ge=1)] = 50
+    k1: Annotated[float, Range(ge=0)] = 0.9
+    b: Annotated[float, Range(ge=0, le=1)] = 0.4
     train_top_k: Annotated[int, Range(ge=0)] | None = None
     fill_seed: int = 13  # test lists shorter than top_k: the random part of the fill
 
 
 ModelParams = ModelConfig  # the `model` section is the model families' config
+TrainParams = TrainConfig  # the `train` section is the trainer's config
 
 
 @dataclass(frozen=True)
-class TrainParams:
-    seed: int = 42
-    batch_size: int = 16
-    lr: float = 3e-5
-    epochs: int = 1
-    group_size: int = 2  # one positive + (group_size - 1) negatives of a query per group
-    warmup_ratio: float = 0.1
-    warmup_steps: int | None = None  # wins over warmup_ratio when set (papers: 160k / 1k)
-    max_steps: int | None = None
-    log_every: int = 5
-    grad_clip: float = 1.0
-    threads: int = 1
-    workers: Annotated[int, Range(ge=1)] = 2  # fold models trained side by side (CPU)
-    device: str = "auto"
-    devices: int = 1  # > 1: DistributedDataParallel over that many processes
-    checkpoint_every: int | None = None  # N: resumable checkpoint every N steps
-    seeds: list[int] | None = None  # [s1, s2, ..]: train each method once per seed
-    length_window: int | None = None  # N: length-bucketed batches within N-batch windows
-    # Which seeds' models stay in models/<method>/ after the stage reranked with them:
-    # "first" (train.seeds[0]'s; the others are reproduced by rerunning with keep_models: all)
-    keep_models: Literal["first", "all"] = "first"
-
-    def kept_runs(self) -> list[tuple[int, str]]:
-        """The ``seed_runs()`` whose models are kept (``keep_models``)."""
-        runs = self.seed_runs()
-        return runs if self.keep_models == "all" else runs[:1]
-
-    def seed_runs(self) -> list[tuple[int, str]]:
-        """``(seed, subfolder)`` per trained model of a method: ``[(seed, "")]`` without
-        ``seeds`` (models/<m>/, runs/<m>/, eval/<m>/), else one ``seed-<n>`` folder each."""
-        if self.seeds is None:
-            return [(self.seed, "")]
-        return [(s, f"seed-{s}") for s in self.seeds]
-
-
-@dataclass(frozen=True)
-class TransferParams:
+class TransferParams(Checked):
     """The held-out collection every trained model is also evaluated on, without training
-    on it (issue 21): ``name`` (``genderbias-qa``, shipped) and its ``splits``."""
+    on it (issue 21): ``name`` (``genderbias-qa``, shipped), its ``splits``, and which fold
+    models of a seed rerank it (``fold_models``: ``first`` or ``all``)."""
 
     name: Literal["genderbias-qa"] = "genderbias-qa"
     splits: list[Literal["test", "train"]] = field(default_factory=lambda: ["test"])
-    fold_models: Literal["first", "all"] = "first"  # which fold models of a seed rerank it
+    fold_models: Literal["first", "all"] = "first"
 
 
 @dataclass(frozen=True)
-class RerankParams:
-    batch_size: int = 64
+class RerankParams(Checked):
+    batch_size: Annotated[int, Range(ge=1)] = 64
 
 
 @dataclass(frozen=True)
-class EvaluateParams:
-    cutoffs: list[int] = field(default_factory=lambda: [10, 20])
-    awrf_target: str = "uniform"
-    exposure_temperature: float = 1.0  # Plackett-Luce temperature on standardised scores
+class EvaluateParams(Checked):
+    """``cutoffs`` of every rank-based metric; ``awrf_target`` (SPEC §4.6);
+    ``exposure_temperature``: Plackett-Luce temperature on the per-query z-scored scores."""
+
+    cutoffs: Annotated[list[int], Range(ge=1)] = field(default_factory=lambda: [10, 20])
+    awrf_target: Literal["uniform", "relevant"] = "uniform"
+    exposure_temperature: Annotated[float, Range(gt=0)] = 1.0
 
 
 @dataclass(frozen=True)
-class ReportParams:
+class ReportParams(Checked):
     """The report's comparison with the baseline (SPEC §4.8): multiple-comparison correction
     and the paired bootstrap CI of each difference (pipeline/stats.py)."""
 
-    correction: str = "bonferroni"  # bonferroni | holm
-    bootstrap_samples: int = 10_000
-    bootstrap_seed: int = 0
+    correction: Literal["bonferroni", "holm"] = "bonferroni"
+    bootstrap_samples: Annotated[int, Range(ge=100)] = 10_000
+    bootstrap_seed: Annotated[int, Range(ge=0)] = 0
 
 
 @dataclass(frozen=True)
 class MethodParams:
-    """One entry under `methods:`: how its training data is ordered and which loss it uses."""
+    """One entry under ``methods:``: how its training data is ordered and its loss terms.
+
+    ``loss``: the names of its loss terms (``pipeline.train.losses``; one name or a list),
+    summed with their weights; ``terms``: each term with its config, loaded from the entry's
+    other keys (a term's config fields are keys of the entry: ``lambda``, ``coef``, …).
+    ``psi``: the Ψ column its loss reads (required: ``order@<method>`` records it).
+    ``direction``: the per-method setting of orderings that list it in their record's
+    ``method_keys`` (curriculum). ``ordering_params``: overrides of the ordering's own
+    section (``orderings.<o>``) for this method only, e.g. ``{by_query: false}``: a control
+    differs from its method by one key.
+    """
 
     ordering: str
-    loss: str
-    psi: str  # required: order@<method> declares it as a DVC param dependency
-    lambda_: float | None = None
-    lambda_pos: float | None = None
-    lambda_neg: float | None = None
-    margin: float = 1.0
-    alpha: float | None = None  # poe (EqualizeIR): weight of the weak learner's log-probs
-    coef: float | None = None  # neutrality_kl: weight of KL(softmax ζ ‖ softmax s)
-    adv_weight: float | None = None  # AdvBERT: weight of the adversary's cross-entropy
-    weak_strategy: str | None = None  # poe: less_data | weaker_model | fewer_steps | biased_data
-    weak_layers: int | None = None  # weaker_model: encoder layers of f_B (< the ranker's)
-    # Per-method setting of orderings that list it in their record's `method_keys`
-    # (curriculum); an error for any other ordering.
-    direction: Literal["low_to_high", "high_to_low"] | None = None
-    # Overrides of the ordering's own params (`orderings.<o>`) for this method only, e.g.
-    # `{by_query: false}` or `{n_buckets: all}`: a control differs from its method by one key.
-    ordering_params: dict[str, Any] = field(default_factory=dict)
+    loss: tuple[str, ...]
+    psi: PsiColumn
+    terms: Objective = ()
+    direction: Direction | None = None
+    ordering_params: Mapping[str, Any] = field(default_factory=dict)
 
-    def loss_params(self) -> dict[str, float]:
-        out = {"margin": self.margin}
-        for k in ("lambda_", "lambda_pos", "lambda_neg", "alpha", "coef"):
-            v = getattr(self, k)
-            if v is not None:
-                out[k.rstrip("_")] = v
+    def config(self, loss: str) -> Any:
+        """The config of loss term ``loss``."""
+        return dict(self.terms)[loss]
+
+    def settings(self) -> dict[str, Any]:
+        """The entry as params.yaml spells it (set values only): for provenance records."""
+        loss = self.loss[0] if len(self.loss) == 1 else list(self.loss)
+        out: dict[str, Any] = {"ordering": self.ordering, "loss": loss, "psi": self.psi}
+        if self.direction is not None:
+            out["direction"] = self.direction
+        if self.ordering_params:
+            out["ordering_params"] = dict(self.ordering_params)
+        for _, cfg in self.terms:
+            out |= {key_of(k): v for k, v in dataclasses.asdict(cfg).items() if v is not None}
         return out
 
 
@@ -209,290 +215,78 @@ class Params:
         return self.train.seed_runs() if method in self.methods else [(self.train.seed, "")]
 
 
-PSI_COLUMNS = tuple(PSI_SOURCE)
 # Reserved: the report's reference row evaluates the BM25 candidates under this name.
 FIRST_STAGE = "bm25"
 # Reserved: the untrained checkpoint of `model.arch`, evaluated like a method (SPEC §5.1).
 ZERO_SHOT = "zero-shot"
 REFERENCE_ROWS = (FIRST_STAGE, ZERO_SHOT)
-DATASETS = ("grep-biasir", "msmarco-passage", "trec-fair-2022")
-
-_RANGES: dict[str, tuple[float | None, float | None]] = {
-    "dataset.test_fraction": (0.0, 1.0),
-    "dataset.bm25_negatives": (0, None),
-    "dataset.bm25_pool": (1, None),
-    "dataset.max_queries": (2, None),
-    "dataset.n_triples": (1, None),
-    "dataset.candidates_k": (1, None),
-    "dataset.batch_size": (1, None),
-    "dataset.docs_per_query": (1, None),
-    "dataset.negatives": (0, None),
-    "score.neutrality_tau": (0, None),
-    "candidates.top_k": (1, None),
-    "candidates.k1": (0, None),
-    "candidates.b": (0, 1),
-    "model.n_layers": (1, None),
-    "model.train_layers": (1, None),
-    "model.temperature": (0, None),
-    "model.dim": (1, None),
-    "dataset.folds": (1, None),
-    "train.group_size": (2, None),
-    "model.max_len": (8, None),
-    "model.q_len": (1, None),
-    "train.batch_size": (1, None),
-    "train.lr": (0, None),
-    "train.epochs": (1, None),
-    "train.warmup_ratio": (0, 1),
-    "train.max_steps": (1, None),
-    "train.warmup_steps": (0, None),
-    "train.log_every": (1, None),
-    "train.threads": (1, None),
-    "train.devices": (1, None),
-    "train.checkpoint_every": (1, None),
-    "train.seeds": (0, None),
-    "train.length_window": (1, None),
-    "rerank.batch_size": (1, None),
-    "report.bootstrap_samples": (100, None),
-    "report.bootstrap_seed": (0, None),
-    "evaluate.cutoffs": (1, None),
-    "evaluate.exposure_temperature": (0, None),
+SECTIONS: dict[str, type] = {
+    "score": ScoreParams,
+    "candidates": CandidatesParams,
+    "model": ModelConfig,
+    "train": TrainConfig,
+    "rerank": RerankParams,
+    "evaluate": EvaluateParams,
+    "report": ReportParams,
+    "transfer": TransferParams,
 }
-# Strict lower bounds (the value must be above, not at, the bound).
-_EXCLUSIVE = {"train.lr", "evaluate.exposure_temperature"}
-# String keys with a fixed set of values.
-_CHOICES: dict[str, tuple[str, ...]] = {
-    "evaluate.awrf_target": ("relevant", "uniform"),
-    "report.correction": ("bonferroni", "holm"),
-}
-WEAK_STRATEGIES = ("less_data", "weaker_model", "fewer_steps", "biased_data")
-
-
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", str(tp)).replace("NoneType", "null")
-
-
-def _coerce(value: Any, tp: Any, key: str) -> Any:
-    """Check `value` against the annotation `tp`; ints are accepted where floats are."""
-    origin = typing.get_origin(tp)
-    if origin is Annotated:  # a Range next to the field (pipeline.config)
-        base, *meta = typing.get_args(tp)
-        out = _coerce(value, base, key)
-        for bound in (m for m in meta if isinstance(m, Range)):
-            if not all(bound.holds(v) for v in (out if isinstance(out, list) else [out])):
-                raise ParamsError(
-                    f"params key {key!r}: {value!r} is out of range {bound.describe()}"
-                )
-        return out
-    if origin is Literal:
-        choices = typing.get_args(tp)
-        if value not in choices:
-            raise ParamsError(
-                f"params key {key!r}: unknown value {value!r}; known: {list(choices)}"
-                + did_you_mean(value, choices)
-            )
-        return value
-    if origin in (typing.Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        errors = []
-        for tp_i in inner:
-            try:
-                return _coerce(value, tp_i, key)
-            except ParamsError as e:
-                errors.append(str(e).removeprefix(f"params key {key!r}: "))
-        if len(errors) == 1:
-            raise ParamsError(f"params key {key!r}: {errors[0]}")
-        raise ParamsError(f"params key {key!r}: {value!r} fits none of: " + "; ".join(errors))
-    if origin is list:
-        (item,) = typing.get_args(tp)
-        if not isinstance(value, list):
-            raise ParamsError(f"params key {key!r}: expected a list, got {value!r}")
-        return [_coerce(v, item, f"{key}[{i}]") for i, v in enumerate(value)]
-    ok = (
-        (tp is float and isinstance(value, int | float) and not isinstance(value, bool))
-        or (tp is int and isinstance(value, int) and not isinstance(value, bool))
-        or (tp is str and isinstance(value, str))
-        or (tp is bool and isinstance(value, bool))
-    )
-    if not ok:
-        raise ParamsError(
-            f"params key {key!r}: expected {_type_name(tp)}, got {value!r} "
-            f"({type(value).__name__}); fix it in params.yaml or your `-S` override."
-        )
-    return float(value) if tp is float else value
-
-
-def _check_range(key: str, value: Any) -> None:
-    if key in _CHOICES and value not in _CHOICES[key]:
-        raise ParamsError(
-            f"params key {key!r}: unknown value {value!r}; known: {list(_CHOICES[key])}"
-        )
-    if key not in _RANGES or value is None:
-        return
-    lo, hi = _RANGES[key]
-    values = value if isinstance(value, list) else [value]
-    for v in values:
-        below = lo is not None and (v <= lo if key in _EXCLUSIVE else v < lo)
-        if below or (hi is not None and v > hi):
-            left = "(" if key in _EXCLUSIVE else "["
-            raise ParamsError(
-                f"params key {key!r}: {v!r} is out of range "
-                f"{left}{lo}, {hi if hi is not None else '∞'}]"
-            )
-
-
-def _build(cls: type, data: Any, prefix: str) -> Any:
-    if data is None:
-        data = {}
-    if not isinstance(data, Mapping):
-        raise ParamsError(f"params key {prefix!r}: expected a mapping, got {data!r}")
-    hints = typing.get_type_hints(cls, include_extras=True)
-    fields = {f.name.rstrip("_"): f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise ParamsError(
-            f"params key {prefix}.{unknown[0]!r} is unknown; known keys of {prefix!r}: "
-            f"{sorted(fields)}"
-        )
-    kwargs = {}
-    for name, f in fields.items():
-        key = f"{prefix}.{name}"
-        if name not in data:
-            no_default = f.default is dataclasses.MISSING
-            if no_default and f.default_factory is dataclasses.MISSING:
-                raise ParamsError(f"params key {key!r} is required but missing")
-            continue
-        value = _coerce(data[name], hints[f.name], key)
-        _check_range(key, value)
-        kwargs[f.name] = value
-    return cls(**kwargs)
+"""The sections with one fixed config (``dataset``, ``orderings`` and ``methods`` are made
+of plug-ins' configs)."""
+METHOD_KEYS = ("ordering", "loss", "psi")
+"""Keys every method entry has."""
+ORDERING_PARAMS = "ordering_params"
+"""A method entry's overrides of its ordering's section."""
 
 
 def parse_params(raw: Mapping[str, Any]) -> Params:
     """Validate a params mapping (as read from params.yaml) into `Params`."""
-    sections = {f.name: f for f in dataclasses.fields(Params)}
-    unknown = sorted(set(raw) - set(sections))
+    known = [f.name for f in dataclasses.fields(Params)]
+    unknown = sorted(str(k) for k in set(raw) - set(known))
     if unknown:
         raise ParamsError(
-            f"params key {unknown[0]!r} is unknown; known sections: {sorted(sections)}"
+            f"params key {unknown[0]!r} is unknown; known sections: {sorted(known)}"
+            + did_you_mean(unknown[0], known)
         )
-    hints = typing.get_type_hints(Params)
     built: dict[str, Any] = {
-        name: _build(hints[name], raw.get(name), name)
-        for name in sections
-        if name not in ("methods", "orderings")
+        name: build(cls, raw.get(name), name) for name, cls in SECTIONS.items()
     }
+    built["dataset"] = _dataset(raw.get("dataset"))
     built["orderings"] = _orderings(raw.get("orderings"))
     methods_raw = raw.get("methods")
     if not isinstance(methods_raw, Mapping) or not methods_raw:
         raise ParamsError("params key 'methods' must map at least one method name to its settings")
     built["methods"] = {
-        str(m): _method(str(m), v, raw.get("orderings")) for m, v in methods_raw.items()
+        str(m): _method(str(m), v, built["orderings"]) for m, v in methods_raw.items()
     }
     params = Params(**built)
-    _check_names(params)
+    _check_methods(params)
     return params
 
 
-def _method(name: str, raw: Any, orderings: Any) -> MethodParams:
-    """One `methods.<name>` entry; its `ordering_params` are validated by building the
-    ordering's Config from `orderings.<o>` with them applied (unknown keys, types, ranges)."""
-    if not isinstance(raw, Mapping) or "ordering_params" not in raw:
-        return _build(MethodParams, raw, f"methods.{name}")
-    overrides = raw["ordering_params"] or {}
-    key = f"methods.{name}.ordering_params"
-    if not isinstance(overrides, Mapping):
-        raise ParamsError(f"params key {key!r}: expected a mapping, got {overrides!r}")
-    m = _build(MethodParams, {k: v for k, v in raw.items() if k != "ordering_params"},
-               f"methods.{name}")  # fmt: skip
+def _dataset(raw: Any) -> DatasetParams:
+    """``dataset`` → its ``name`` and every source's subsection loaded into its Config."""
+    raw = {} if raw is None else raw
+    if not isinstance(raw, Mapping):
+        raise ParamsError(f"params key 'dataset': expected a mapping, got {raw!r}")
+    sections = {r.section: r for r in SOURCES.values()}
+    allowed = ["name", *sections]
+    for key in raw:
+        if key not in allowed:
+            owners = sorted(s for s, r in sections.items() if key in fields(r.config))
+            where = f"; it is a key of a source's own section: {owners}" if owners else ""
+            raise ParamsError(
+                f"params key 'dataset.{key}' is unknown; known keys of 'dataset': {allowed}"
+                + (where or did_you_mean(key, allowed))
+            )
+    name = raw.get("name", DatasetParams.name)
     try:
-        record = get_ordering(m.ordering)
+        get_source(str(name))
     except ValueError as e:
-        raise ParamsError(f"params key 'methods.{name}.ordering': {e}") from e
-    section = (orderings or {}).get(m.ordering) if isinstance(orderings, Mapping) else None
-    cfg = _build(record.config, {**(section or {}), **overrides}, key)
-    return dataclasses.replace(m, ordering_params={k: getattr(cfg, k) for k in overrides})
-
-
-def _check_names(params: Params) -> None:
-    t = params.train
-    if t.batch_size % t.devices:
-        raise ParamsError(
-            f"params key 'train.batch_size': {t.batch_size} is not a multiple of train.devices "
-            f"({t.devices}); every process takes batch_size / devices triples of each batch"
-        )
-    if t.seeds is not None and (not t.seeds or len(set(t.seeds)) != len(t.seeds)):
-        raise ParamsError(
-            f"params key 'train.seeds': {t.seeds!r} must be a non-empty list of distinct seeds, "
-            "or null (one model per method, seeded by train.seed)"
-        )
-
-    if params.dataset.name not in DATASETS:
-        raise ParamsError(
-            f"params key 'dataset.name': unknown dataset {params.dataset.name!r}; "
-            f"known: {list(DATASETS)}"
-        )
-    for reserved in REFERENCE_ROWS:
-        if reserved in params.methods:
-            raise ParamsError(
-                f"params key 'methods.{reserved}': the name is reserved for a reference row "
-                "of the report; rename the method"
-            )
-    for name, m in params.methods.items():
-        _check_ordering(params, name, m)
-        try:
-            get_record(m.loss)
-        except ValueError as e:
-            raise ParamsError(f"params key 'methods.{name}.loss': {e}") from e
-        _check_choice(f"methods.{name}.psi", m.psi, PSI_COLUMNS)
-        if m.weak_strategy is not None:
-            _check_choice(f"methods.{name}.weak_strategy", m.weak_strategy, WEAK_STRATEGIES)
-        _check_weak(name, m, params.model)
-        if m.loss == "poe" and m.weak_strategy is None:
-            raise ParamsError(
-                f"params key 'methods.{name}.weak_strategy' is required by loss 'poe'; "
-                f"choose one of {list(WEAK_STRATEGIES)}"
-            )
-    d = params.dataset
-    _check_choice("dataset.triples_sample", d.triples_sample, ("first", "sample"))
-    _check_choice("dataset.query_set", d.query_set, ("215", "1765"))
-    _check_choice("dataset.first_stage", d.first_stage, ("auto", "shipped", "bm25"))
-
-
-def _check_weak(name: str, m: MethodParams, model: ModelConfig) -> None:
-    """EqualizeIR's ``weaker_model`` must be strictly smaller than the ranker (SPEC §6.3)."""
-    if m.weak_strategy != "weaker_model":
-        return
-    layers = m.weak_layers
-    if layers is None:
-        raise ParamsError(
-            f"params key 'methods.{name}.weak_layers' is required by weak_strategy "
-            "'weaker_model': the weak learner's encoder layers, fewer than the ranker's"
-        )
-    ranker = model.n_layers if model.n_layers is not None else _checkpoint_layers(model.name)
-    if ranker is not None and layers >= ranker:
-        raise ParamsError(
-            f"params keys 'methods.{name}.weak_layers' ({layers}) and 'model.n_layers' "
-            f"({ranker}{'' if model.n_layers is not None else ', all of ' + model.name}): "
-            "the weaker_model weak learner must have strictly fewer layers than the ranker"
-        )
-    if model.train_layers is not None and layers < model.train_layers:
-        raise ParamsError(
-            f"params keys 'methods.{name}.weak_layers' ({layers}) and 'model.train_layers' "
-            f"({model.train_layers}): the weak learner needs at least the trained layers"
-        )
-
-
-def _checkpoint_layers(name: str) -> int | None:
-    """Encoder layers of the shipped checkpoints (others are only known once loaded)."""
-    return {"all-MiniLM-L6-v2": 6, "tiny-random-bert": 2}.get(name)
-
-
-def _check_choice(key: str, value: str, known: tuple[str, ...]) -> None:
-    if value not in known:
-        raise ParamsError(f"params key {key!r}: unknown value {value!r}; known: {list(known)}")
+        raise ParamsError(f"params key 'dataset.name': {e}") from e
+    configs: dict[str, Any] = {
+        s: build(r.config, raw.get(s), f"dataset.{s}") for s, r in sections.items()
+    }
+    return DatasetParams(str(name), configs)
 
 
 def _orderings(raw: Any) -> dict[str, Any]:
@@ -501,14 +295,116 @@ def _orderings(raw: Any) -> dict[str, Any]:
         return {}
     if not isinstance(raw, Mapping):
         raise ParamsError(f"params key 'orderings': expected a mapping, got {raw!r}")
-    out = {}
+    out: dict[str, Any] = {}
     for name, section in raw.items():
         try:
             record = get_ordering(str(name))
         except ValueError as e:
             raise ParamsError(f"params key 'orderings.{name}': {e}") from e
-        out[str(name)] = _build(record.config, section, f"orderings.{name}")
+        out[str(name)] = build(record.config, section, f"orderings.{name}")
     return out
+
+
+def _method(name: str, raw: Any, orderings: Mapping[str, Any]) -> MethodParams:
+    """One ``methods:`` entry: its ordering, its loss terms each with its config (built from
+    the entry's keys), its Ψ column and per-method ordering settings."""
+    key = f"methods.{name}"
+    if not isinstance(raw, Mapping):
+        raise ParamsError(f"params key {key!r}: expected a mapping, got {raw!r}")
+    overrides = raw.get(ORDERING_PARAMS) or {}
+    raw = {k: v for k, v in raw.items() if k != ORDERING_PARAMS}
+    for k in METHOD_KEYS:
+        if k not in raw:
+            raise ParamsError(f"params key '{key}.{k}' is required but missing")
+    names = _loss_names(raw["loss"], f"{key}.loss")
+    order_keys = sorted({k for r in ORDERINGS.values() for k in r.method_keys})
+    base = {k: raw[k] for k in (*METHOD_KEYS, *order_keys) if k in raw}
+    own = {k: v for k, v in raw.items() if k not in base}
+    takes = {k: n for n in names for k in fields(get_record(n).config)}
+    for k in own:
+        if k not in takes:
+            raise ParamsError(_not_taken(key, str(k), names, [*base, *takes]))
+    terms: Objective = tuple(
+        (n, build(get_record(n).config, _keys_of(n, own), key, owner=f"loss {n!r}")) for n in names
+    )
+    plain = build(_Entry, {k: v for k, v in base.items() if k != "loss"}, key)
+    chosen = _ordering_params(plain.ordering, overrides, orderings, f"{key}.{ORDERING_PARAMS}")
+    return MethodParams(plain.ordering, names, plain.psi, terms, plain.direction, chosen)
+
+
+def _ordering_params(
+    ordering: str, overrides: Any, orderings: Mapping[str, Any], key: str
+) -> dict[str, Any]:
+    """A method's ``ordering_params``, validated by building its ordering's Config from
+    ``orderings.<o>`` with them applied (unknown keys, types and ranges, as for the section)."""
+    if not overrides:
+        return {}
+    if not isinstance(overrides, Mapping):
+        raise ParamsError(f"params key {key!r}: expected a mapping, got {overrides!r}")
+    try:
+        record = get_ordering(ordering)
+    except ValueError as e:
+        raise ParamsError(f"params key {key!r}: {e}") from e
+    section = orderings.get(ordering)
+    base = dataclasses.asdict(section) if section is not None else {}
+    cfg: Any = build(record.config, {**{key_of(k): v for k, v in base.items()}, **overrides}, key)
+    names = {str(k): fields(record.config)[str(k)].name for k in overrides}
+    return {name: getattr(cfg, name) for name in names.values()}
+
+
+@dataclass(frozen=True)
+class _Entry(Checked):
+    """The keys of a method entry besides its loss terms' (validated here)."""
+
+    ordering: str
+    psi: PsiColumn
+    direction: Direction | None = None
+
+
+def _keys_of(loss: str, own: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in own.items() if k in fields(get_record(loss).config)}
+
+
+def _loss_names(value: Any, key: str) -> tuple[str, ...]:
+    """``loss``: one name or a non-empty list of distinct names, each a known loss term."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise ParamsError(
+            f"params key {key!r}: expected a loss name or a list of them, got {value!r}"
+        )
+    if len(set(names)) != len(names):
+        raise ParamsError(f"params key {key!r}: {names} names a loss twice")
+    for n in names:
+        try:
+            lookup(LOSSES, n, "loss")
+        except ValueError as e:
+            raise ParamsError(f"params key {key!r}: {e}") from e
+    return tuple(names)
+
+
+def _not_taken(key: str, k: str, names: tuple[str, ...], allowed: list[str]) -> str:
+    """The error of a method key that none of its loss terms (nor the entry) takes."""
+    owners = sorted(n for n, r in LOSSES.items() if k in fields(r.config))
+    hint = f" (a key of {owners})" if owners else did_you_mean(k, allowed)
+    return (
+        f"params key '{key}.{k}' is unknown: its loss {list(names)} takes no {k!r}{hint}; "
+        f"keys this entry takes: {sorted(allowed)}. Remove it, or add a loss term that reads it"
+    )
+
+
+def _check_methods(params: Params) -> None:
+    for reserved in REFERENCE_ROWS:
+        if reserved in params.methods:
+            raise ParamsError(
+                f"params key 'methods.{reserved}': the name is reserved for a reference row "
+                "of the report; rename the method"
+            )
+    for name, m in params.methods.items():
+        _check_ordering(params, name, m)
+        for _, cfg in m.terms:
+            check = getattr(cfg, "check_params", None)
+            if check is not None:  # rules against other sections (a term's config says)
+                check(params, f"methods.{name}")
 
 
 def _check_ordering(params: Params, name: str, m: MethodParams) -> None:

@@ -31,7 +31,6 @@ an entry that is absent is left out.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import platform
@@ -44,6 +43,9 @@ from typing import Any
 
 import yaml
 
+from pipeline import paths
+from pipeline.data import get_source
+from pipeline.errors import InputError
 from pipeline.io import metadata_path
 from pipeline.params import Params
 
@@ -53,8 +55,7 @@ SCHEMA_VERSION = 0.1
 LIBRARIES = ("pipeline", "torch", "transformers", "polars", "numpy", "pyarrow", "scipy")
 LOCK_FILE = "requirements.lock"  # scripts/setup.sh installs it; docs/dependencies.md
 TOOLKITS = ("bm25s",)
-IR_DATASETS = {"msmarco-passage": "msmarco-passage/dev", "trec-fair-2022": "trec-fair/2022"}
-DATA_OUTS = ("data/corpus.parquet", "data/queries.parquet", "data/candidates.parquet")
+DATA_OUTS = tuple(p.as_posix() for p in (paths.CORPUS, paths.QUERIES, paths.CANDIDATES))
 CODE = ("pipeline", "stages")
 
 
@@ -164,15 +165,7 @@ def _reranker(
     model = params.model
     arch = str(getattr(model, "arch", "cross_encoder")).replace("_", "-")
     trained = method in params.methods
-    settings = (
-        {
-            k.rstrip("_"): v
-            for k, v in dataclasses.asdict(params.methods[method]).items()
-            if v is not None
-        }
-        if trained
-        else {}
-    )
+    settings = params.methods[method].settings() if trained else {}
     step: dict[str, Any] = {
         "name": method,
         "method": f"{arch} fine-tuned from {model.name}" if trained else f"{arch} {model.name}",
@@ -185,7 +178,7 @@ def _reranker(
             "seed": params.train.seed if seed is None else seed,
         },
     }
-    model_path = f"models/{method}"
+    model_path = paths.models(method).as_posix()
     if trained and model_dir is not None:  # just trained in this process: hash it here
         step["checkpoint"] = {"path": Path(model_dir).as_posix(), "content_md5": dir_md5(model_dir)}
     elif trained and model_path in hashes:
@@ -218,8 +211,9 @@ def build_metadata(
     hashes = lock_hashes(lock_path)
     cand = params.candidates
     data: dict[str, Any] = {"test collection": {"name": params.dataset.name}}
-    if params.dataset.name in IR_DATASETS:
-        data["test collection"]["ir_datasets"] = IR_DATASETS[params.dataset.name]
+    ir_id = get_source(params.dataset.name).ir_datasets
+    if ir_id is not None:
+        data["test collection"]["ir_datasets"] = ir_id
     other = [{"name": p, "source": "dvc.lock", "md5": hashes[p]} for p in DATA_OUTS if p in hashes]
     if other:
         data["other"] = other
@@ -288,4 +282,4 @@ def read_metadata(path: str | Path) -> dict[str, Any] | None:
                 loaded = yaml.safe_load("\n".join(lines))
                 return loaded if isinstance(loaded, dict) else None
             lines.append(text[2:] if text.startswith("# ") else text.lstrip("#"))
-    raise ValueError(f"{p}: `# ir_metadata.start` without `# ir_metadata.end`")
+    raise InputError(f"{p}: `# ir_metadata.start` without `# ir_metadata.end`")

@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from pipeline.errors import InputError
 from pipeline.models.encoders import resolve_device
 from pipeline.models.registry import load_ranker
 
@@ -75,7 +76,7 @@ class RankerTransformer(pt.Transformer):
 
     def __init__(self, model_dir: str | Path, batch_size: int = 64, device: str = "cpu") -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1; got {batch_size}")
+            raise InputError(f"batch_size must be >= 1; got {batch_size}")
         self.model_dir = Path(model_dir)
         self.batch_size = batch_size
         try:
@@ -120,7 +121,7 @@ def _check_finite(frame: pd.DataFrame, scores: Sequence[float]) -> None:
         if not math.isfinite(value):
             qid: Any = frame["qid"].iloc[row]
             docno: Any = frame["docno"].iloc[row]
-            raise ValueError(
+            raise InputError(
                 f"model score {value} for qid {qid!r}, docno {docno!r} is not finite; the "
                 "model weights are probably broken (diverged training?)"
             )

@@ -16,7 +16,8 @@ import polars as pl
 import torch
 from torch import Tensor
 
-from pipeline import io, schemas
+from pipeline import io, paths, schemas
+from pipeline.errors import InputError
 from pipeline.models.base import Key, Ranker
 from pipeline.params import Params
 from pipeline.provenance import build_metadata
@@ -31,7 +32,7 @@ def _check_finite(cands: pl.DataFrame, scores: list[float]) -> None:
     for row, value in enumerate(scores):
         if not math.isfinite(value):
             query_id, doc_id = cands["query_id"][row], cands["doc_id"][row]
-            raise ValueError(
+            raise InputError(
                 f"model score {value} for query {query_id!r}, doc {doc_id!r} is not finite; "
                 "the model weights are probably broken (diverged training?)"
             )
@@ -58,9 +59,9 @@ def rank_run(cands: pl.DataFrame, scores: list[float]) -> pl.DataFrame:
 def _validated(candidates: pl.DataFrame, batch_size: int) -> pl.DataFrame:
     missing = set(CANDIDATE_COLUMNS) - set(candidates.columns)
     if missing:
-        raise ValueError(f"candidates lack columns {sorted(missing)}; has {candidates.columns}")
+        raise InputError(f"candidates lack columns {sorted(missing)}; has {candidates.columns}")
     if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1; got {batch_size}")
+        raise InputError(f"batch_size must be >= 1; got {batch_size}")
     return candidates.with_columns(pl.col("query_id", "doc_id").cast(pl.String))
 
 
@@ -125,7 +126,7 @@ def write_method_runs(
     features: Mapping[Key, Tensor] | None = None,
     *,
     models: Path | None = None,
-    out: Path = Path("runs"),
+    out: Path | None = None,
     transfer: pl.DataFrame | None = None,
 ) -> None:
     """Rerank with ``load(seed, seed folder, fold)`` for every seed of ``train.seeds`` (one
@@ -140,7 +141,7 @@ def write_method_runs(
             candidates, texts, params.rerank.batch_size, features, transfer,
             params.transfer.fold_models,
         )  # fmt: skip
-        folder = out / method / sub
+        folder = paths.runs(method, sub) if out is None else out / method / sub
         io.write_table(run, str(folder / "run.parquet"), schemas.RUN)
         if moved is not None:
             io.write_table(moved, str(folder / "transfer.parquet"), schemas.RUN)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.errors import InputError
+
 STR = pa.string()
 I64 = pa.int64()
 F64 = pa.float64()
@@ -117,6 +119,8 @@ RUN = Schema(
     finite=("score",),
 )
 CURVE = Schema("training curve", {"step": I64, "loss": F64, "lr": F64})
+UNKNOWN_GROUP = "Unknown"
+"""The alignments' group of a document whose value in a dimension is missing (a real group)."""
 ALIGNMENTS = Schema(
     "alignments",
     {"doc_id": STR, "dimension": STR, "group": STR, "weight": F64},
@@ -183,7 +187,7 @@ ALL = {
 }
 
 
-class SchemaError(ValueError):
+class SchemaError(InputError):
     """A table does not match its artifact schema."""
 
 

@@ -48,6 +48,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from pipeline.errors import InputError
+
 CORRECTIONS = ("bonferroni", "holm")
 BOOTSTRAP_SAMPLES = 10_000
 BOOTSTRAP_SEED = 0
@@ -82,7 +84,7 @@ def paired_ttest(a: np.ndarray | Sequence[float], b: np.ndarray | Sequence[float
     """Paired two-sided t-test of `b − a` over aligned, finite pairs."""
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if x.shape != y.shape:
-        raise ValueError(f"paired_ttest: {x.shape} and {y.shape} values are not paired")
+        raise InputError(f"paired_ttest: {x.shape} and {y.shape} values are not paired")
     n = int(x.size)
     if n < 2:
         return TTest(None, None, n)
@@ -121,7 +123,7 @@ def adjust(p_values: Sequence[float | None], correction: str = "bonferroni") -> 
         return [bonferroni(p, len(p_values)) for p in p_values]
     if correction == "holm":
         return holm(p_values)
-    raise ValueError(f"unknown correction {correction!r}; known: {list(CORRECTIONS)}")
+    raise InputError(f"unknown correction {correction!r}; known: {list(CORRECTIONS)}")
 
 
 @lru_cache(maxsize=8)
@@ -141,11 +143,11 @@ def bootstrap_ci(
     """Percentile bootstrap CI of the mean of the paired differences (null for no pairs)."""
     d = np.asarray(diff, dtype=np.float64)
     if d.ndim != 1 or not np.isfinite(d).all():
-        raise ValueError("bootstrap_ci: expected a 1-d array of finite differences")
+        raise InputError("bootstrap_ci: expected a 1-d array of finite differences")
     if not 0 < level < 1:
-        raise ValueError(f"bootstrap_ci: level must be in (0, 1), got {level}")
+        raise InputError(f"bootstrap_ci: level must be in (0, 1), got {level}")
     if n_resamples < 1:
-        raise ValueError(f"bootstrap_ci: n_resamples must be positive, got {n_resamples}")
+        raise InputError(f"bootstrap_ci: n_resamples must be positive, got {n_resamples}")
     if d.size == 0:
         return None
     if _constant(d):

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipeline import io, schemas
+from pipeline import io, paths, schemas
 from pipeline.audit import audit_edbt2022, audit_markdown
 from stages.common import run_stage, setup
 
@@ -23,11 +23,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     qrels: pl.DataFrame | None = None
     doc_scores: pl.DataFrame | None = None
     if ns.params.dataset.name == "msmarco-passage":
-        qrels = io.read_table("data/qrels.parquet", schemas.QRELS)
-        doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
+        qrels = io.read_table(paths.QRELS, schemas.QRELS)
+        doc_scores = io.read_table(paths.DOC_SCORES, schemas.DOC_SCORES)
     table = audit_edbt2022(qrels, doc_scores)
-    io.write_text(table.write_csv(float_precision=4), "metrics/audit_edbt2022.csv")
-    io.write_text(audit_markdown(table), "metrics/audit_edbt2022.md")
+    io.write_text(table.write_csv(float_precision=4), paths.AUDIT_CSV)
+    io.write_text(audit_markdown(table), paths.AUDIT_MD)
     statuses = table["status"].unique().to_list()
     log.info("audit: %d rows; status %s", table.height, statuses)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from pipeline import io, schemas
+from pipeline import io, paths, schemas
 from pipeline.retrieval.folds import candidates
 from stages.common import run_stage, setup
 
@@ -16,13 +16,13 @@ log = logging.getLogger("stages.candidates")
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv)
     p = ns.params.candidates
-    corpus = io.read_table("data/corpus.parquet", schemas.CORPUS)
-    queries = io.read_table("data/queries.parquet", schemas.QUERIES)
-    first = io.read_table("data/first_stage.parquet", schemas.CANDIDATES)
-    qrels = io.read_table("data/qrels.parquet", schemas.QRELS)
+    corpus = io.read_table(paths.CORPUS, schemas.CORPUS)
+    queries = io.read_table(paths.QUERIES, schemas.QUERIES)
+    first = io.read_table(paths.FIRST_STAGE, schemas.CANDIDATES)
+    qrels = io.read_table(paths.QRELS, schemas.QRELS)
     test, train = candidates(corpus, queries, first, p, qrels)
-    io.write_table(test, "data/candidates.parquet", schemas.CANDIDATES)
-    io.write_table(train, "data/train_candidates.parquet", schemas.CANDIDATES)
+    io.write_table(test, paths.CANDIDATES, schemas.CANDIDATES)
+    io.write_table(train, paths.TRAIN_CANDIDATES, schemas.CANDIDATES)
     folds = queries["fold"].drop_nulls().n_unique()
     log.info("candidates: %d test / %d train rows over %d fold(s), top_k %d",
              test.height, train.height, folds, p.top_k)  # fmt: skip

@@ -48,14 +48,16 @@ def run_stage(main: Callable[[Sequence[str] | None], None]) -> None:
 def texts(transfer: bool = True) -> tuple[dict[str, str], dict[str, str]]:
     """``(query text by id, document text by id)`` from data/queries and data/corpus, and
     (``transfer``) the held-out collection's data/transfer/ texts, whose ids never collide."""
-    from pipeline import io, schemas
+    from pipeline import io, paths, schemas
 
-    folders = ["data", "data/transfer"] if transfer else ["data"]
+    tables = [(paths.QUERIES, paths.CORPUS)]
+    if transfer:
+        tables.append((paths.TRANSFER / "queries.parquet", paths.TRANSFER / "corpus.parquet"))
     queries: dict[str, str] = {}
     docs: dict[str, str] = {}
-    for d in folders:
-        q = io.read_table(f"{d}/queries.parquet", schemas.QUERIES).select("query_id", "text")
-        c = io.read_table(f"{d}/corpus.parquet", schemas.CORPUS).select("doc_id", "text")
+    for q_path, c_path in tables:
+        q = io.read_table(q_path, schemas.QUERIES).select("query_id", "text")
+        c = io.read_table(c_path, schemas.CORPUS).select("doc_id", "text")
         queries |= dict(q.iter_rows())
         docs |= dict(c.iter_rows())
     return queries, docs

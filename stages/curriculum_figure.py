@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pipeline import paths
 from pipeline.ordering.curriculum import CurriculumConfig
 from pipeline.report.curriculum import build_curriculum_figures
 from stages.common import run_stage, setup
@@ -14,9 +15,9 @@ from stages.common import run_stage, setup
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv)
     build_curriculum_figures(
-        "data/triples.parquet",
-        "data/doc_scores.parquet",
-        "plots/curriculum",
+        paths.TRIPLES,
+        paths.DOC_SCORES,
+        paths.CURRICULUM_PLOTS,
         ns.params.orderings.get("curriculum") or CurriculumConfig(),
         ns.params.train.seed,
     )

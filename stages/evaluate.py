@@ -11,9 +11,8 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 
-from pipeline import io
+from pipeline import io, paths
 from pipeline.data.trec_fair_submission import write_submissions
 from pipeline.metrics import runner
 from pipeline.params import FIRST_STAGE, ZERO_SHOT, get_method
@@ -39,8 +38,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     for seed, sub, run in runs:
         per_seed[seed], per_query = runner.evaluate_run(run, shared, p, trec_fair=trec_fair)
         if trec_fair:  # the track's submission files of this run (seed 004 §3.6)
-            write_submissions(run, Path("eval", m, sub), temperature=p.exposure_temperature)
-        runner.write_eval(per_query, {**per_seed[seed], **info}, Path("eval", m, sub))
+            write_submissions(run, paths.evals(m, sub), temperature=p.exposure_temperature)
+        runner.write_eval(per_query, {**per_seed[seed], **info}, paths.evals(m, sub))
     several = runs[0][1] != ""  # seed-<n>/ folders: train.seeds is set
     result = {**(runner.over_seeds(per_seed) if several else per_seed[runs[0][0]]), **info}
     result |= runner.weak_metrics(m, ns.params.seed_runs_of(m), shared, p)
@@ -48,8 +47,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     std = {**result.get("std", {}), **moved.pop("std", {})}
     result |= moved | ({"std": std} if std else {})
     if several:
-        io.write_json(result, f"eval/{m}/metrics.json")
-    io.write_json(result, f"metrics/{m}.json")
+        io.write_json(result, paths.evals(m) / "metrics.json")
+    io.write_json(result, paths.metrics(m))
     at10 = ", ".join(f"{k} {v:.4f}" for k, v in result.items() if k.endswith("@10"))
     log.info("evaluate@%s: %d run(s); %s", m, len(runs), at10)
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from pipeline import io, schemas
+from pipeline import io, paths, schemas
 from pipeline.data import extract
 from stages.common import run_stage, setup
 
@@ -16,17 +16,18 @@ log = logging.getLogger("stages.extract")
 
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv)
-    out = extract(ns.params.dataset)
-    io.write_table(out.corpus, "data/corpus.parquet", schemas.CORPUS)
-    io.write_table(out.queries, "data/queries.parquet", schemas.QUERIES)
-    io.write_table(out.qrels, "data/qrels.parquet", schemas.QRELS)
-    io.write_trec_qrels(out.qrels, "data/qrels.trec")  # for trec_eval, ir_measures, ranx
-    io.write_table(out.triples, "data/triples.parquet", schemas.TRIPLES)
+    dataset = ns.params.dataset
+    out = extract(dataset.name, dataset.source)
+    io.write_table(out.corpus, paths.CORPUS, schemas.CORPUS)
+    io.write_table(out.queries, paths.QUERIES, schemas.QUERIES)
+    io.write_table(out.qrels, paths.QRELS, schemas.QRELS)
+    io.write_trec_qrels(out.qrels, paths.QRELS_TREC)  # for trec_eval, ir_measures, ranx
+    io.write_table(out.triples, paths.TRIPLES, schemas.TRIPLES)
     # Optional tables are always written (empty when the source has none): DVC outputs.
     first = out.first_stage if out.first_stage is not None else _empty(schemas.CANDIDATES)
-    io.write_table(first, "data/first_stage.parquet", schemas.CANDIDATES)
+    io.write_table(first, paths.FIRST_STAGE, schemas.CANDIDATES)
     align = out.alignments if out.alignments is not None else _empty(schemas.ALIGNMENTS)
-    io.write_table(align, "data/alignments.parquet", schemas.ALIGNMENTS)
+    io.write_table(align, paths.ALIGNMENTS, schemas.ALIGNMENTS)
     log.info(
         "extract: %d documents, %d queries (%d test), %d qrels, %d triples",
         out.corpus.height,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipeline import io, schemas
+from pipeline import io, paths, schemas
 from pipeline.ordering import apply_ordering, get_ordering, psi_profile
 from pipeline.params import get_method
 from stages.common import run_stage, setup
@@ -17,8 +17,8 @@ log = logging.getLogger("stages.order")
 
 # The extra input tables an ordering's record may name in `needs` (all deps in dvc.yaml).
 TABLES = {
-    "train_candidates": ("data/train_candidates.parquet", schemas.CANDIDATES),
-    "qrels": ("data/qrels.parquet", schemas.QRELS),
+    "train_candidates": (paths.TRAIN_CANDIDATES, schemas.CANDIDATES),
+    "qrels": (paths.QRELS, schemas.QRELS),
 }
 
 
@@ -26,24 +26,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv, method=True)
     m = get_method(ns.params, ns.method)
     record = get_ordering(m.ordering)
-    triples = io.read_table("data/triples.parquet", schemas.TRIPLES)
-    doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
+    triples = io.read_table(paths.TRIPLES, schemas.TRIPLES)
+    doc_scores = io.read_table(paths.DOC_SCORES, schemas.DOC_SCORES)
     tables = {name: io.read_table(*TABLES[name]) for name in record.needs}
+    config = ns.params.ordering_config(ns.method)
     parts = []
     for seed, sub in ns.params.train.seed_runs():  # each seed: its own draw and order
-        ordered = apply_ordering(
-            record, triples, doc_scores, ns.params.ordering_config(ns.method), psi=m.psi, seed=seed,
-            direction=m.direction, tables=tables,
-        )  # fmt: skip
+        ordered = apply_ordering(record, triples, doc_scores, config, psi=m.psi, seed=seed,
+                                 direction=m.direction, tables=tables)  # fmt: skip
         parts.append(ordered.with_columns(pl.lit(seed, pl.Int64).alias("seed")) if sub else ordered)
     ordered = pl.concat(parts)
-    io.write_table(ordered, f"data/order/{ns.method}.parquet", schemas.ORDERED_TRIPLES)
+    io.write_table(ordered, paths.ordered(ns.method), schemas.ORDERED_TRIPLES)
     rho, tenths = psi_profile(ordered)
     rho_g, groups = psi_profile(ordered, ns.params.train.group_size)  # as trained
     profile = tenths.with_columns(
         spearman=rho, spearman_groups=rho_g, psi_mean_groups=groups["psi_mean"]
     )
-    io.write_text(profile.write_csv(float_precision=6), f"plots/order/{ns.method}.csv")
+    io.write_text(profile.write_csv(float_precision=6), paths.order_profile(ns.method))
     log.info(
         "order@%s: %s ordering, %d triples over %d seed(s) (from %d rows of triples.parquet); "
         "Spearman(position, Ψ⁺) = %.3f per triple, %.3f per training group as trained; "

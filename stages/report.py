@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 
+from pipeline import paths
 from pipeline.params import FIRST_STAGE, REFERENCE_ROWS
 from pipeline.report.build import build_report
 from stages.common import run_stage, setup
@@ -22,8 +22,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     methods = list(params.methods)
     written = build_report(
         [*REFERENCE_ROWS, *methods],
-        eval_dir="eval",
-        out_dir="metrics",
+        eval_dir=paths.EVAL,
+        out_dir=paths.METRICS,
         cutoffs=params.evaluate.cutoffs,
         baseline=methods[0],
         reference=REFERENCE_ROWS,
@@ -32,8 +32,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             "model": f"{params.model.name} ({params.model.arch})",
             "evaluation": _evaluation(params.dataset.folds),
         },
-        plots_dir="plots/report",
-        train_dir="dvclive",
+        plots_dir=paths.REPORT_PLOTS,
+        train_dir=paths.LIVE,
         correction=params.report.correction,
         bootstrap_samples=params.report.bootstrap_samples,
         bootstrap_seed=params.report.bootstrap_seed,
@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _evaluation(folds: int) -> str:
     """ "5-fold cross-validation, 117 queries": how the rows were evaluated."""
-    n = json.loads(Path("eval", FIRST_STAGE, "metrics.json").read_text()).get("n_queries", 0)
+    n = json.loads((paths.evals(FIRST_STAGE) / "metrics.json").read_text()).get("n_queries", 0)
     split = f"{folds}-fold cross-validation" if folds > 1 else "one train/test split"
     return f"{split}, {int(n)} queries"
 

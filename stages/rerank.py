@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 
-from pipeline import io, schemas
+from pipeline import io, paths, schemas
 from pipeline.models.base import Ranker
 from pipeline.models.features import load_features
 from pipeline.models.registry import build_ranker, load_ranker
@@ -34,14 +33,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             return build_ranker(params.model, seed)
     else:
         get_method(params, ns.method)
-        method, models = ns.method, Path("models", ns.method)
+        method, models = ns.method, paths.models(ns.method)
 
         def load(seed: int, sub: str, fold: int) -> Ranker:
-            return load_ranker(Path("models", method, sub, f"fold-{fold}"))
+            return load_ranker(paths.model(method, sub, fold))
 
-    candidates = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
-    transfer = io.read_table("data/transfer/candidates.parquet", schemas.CANDIDATES)
-    features = load_features("data/features.safetensors")
+    candidates = io.read_table(paths.CANDIDATES, schemas.CANDIDATES)
+    transfer = io.read_table(paths.TRANSFER_CANDIDATES, schemas.CANDIDATES)
+    features = load_features(paths.FEATURES)
     write_method_runs(params, method, load, candidates, texts(), features, models=models,
                       transfer=transfer)  # fmt: skip
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 
-from pipeline import io, schemas
+from pipeline import io, paths, schemas
 from pipeline.doctor import sweep_checkpoints
 from pipeline.models.features import load_features
 from pipeline.models.registry import load_ranker
@@ -32,22 +31,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     if main_rank:  # other methods' checkpoints whose stage DVC restored: stale
         sweep_checkpoints(keep=ns.method)
     torch_threads(ns.params)
-    ordered = io.read_table(f"data/order/{ns.method}.parquet", schemas.ORDERED_TRIPLES)
-    doc_scores = io.read_table("data/doc_scores.parquet", schemas.DOC_SCORES)
-    features, text = load_features("data/features.safetensors"), texts()
-    models = Path("models", ns.method)
-    candidates = io.read_table("data/candidates.parquet", schemas.CANDIDATES)
-    live = TrainLog(Path("dvclive", ns.method)) if main_rank else None
+    ordered = io.read_table(paths.ordered(ns.method), schemas.ORDERED_TRIPLES)
+    doc_scores = io.read_table(paths.DOC_SCORES, schemas.DOC_SCORES)
+    features, text = load_features(paths.FEATURES), texts()
+    models = paths.models(ns.method)
+    candidates = io.read_table(paths.CANDIDATES, schemas.CANDIDATES)
+    live = TrainLog(paths.live(ns.method)) if main_rank else None
     curve, weak_runs = train_method(ns.params, ns.method, ordered, text, doc_scores, models,
                                     features, live, candidates)  # fmt: skip
     if live is None:
         return
     live.close()
     for sub, run in weak_runs.items():  # EqualizeIR: the weak learners' own run
-        io.write_table(run, f"runs/{ns.method}/{sub}/weak.parquet", schemas.RUN)
+        io.write_table(run, paths.runs(ns.method, sub) / "weak.parquet", schemas.RUN)
     log.info("train@%s: %d logged steps, final loss %.4f", ns.method, curve.height,
              curve["loss"][-1])  # fmt: skip
-    transfer = io.read_table("data/transfer/candidates.parquet", schemas.CANDIDATES)
+    transfer = io.read_table(paths.TRANSFER_CANDIDATES, schemas.CANDIDATES)
     write_method_runs(  # each seed's runs by its saved models, reloaded as users get them
         ns.params, ns.method, lambda seed, sub, fold: load_ranker(models / sub / f"fold-{fold}"),
         candidates, text, features, models=models, transfer=transfer,

@@ -278,7 +278,7 @@ def train_bench(args: argparse.Namespace) -> dict[str, Any]:
     undo = timed_steps(times)
     begin = time.perf_counter()
     try:
-        train_model(ranker, groups, method.loss, method.loss_params(), cfg(args.steps))
+        train_model(ranker, groups, method.terms, cfg(args.steps))
     finally:
         undo()
         host.undo()

@@ -6,7 +6,7 @@
 For each collection size it generates the source once (``<work>/source-<N>-<T>``, kept for
 later runs), writes the paper profile's ``params.yaml`` into ``<work>/run-<N>-<T>`` (query set
 1,765, BM25 top-1000 over the whole collection, ``score.tokenizer: reference``,
-``dataset.folds: 1``, cross-encoder, batch 16, ``max_len`` 256, ``length_window`` 64) and runs
+MS MARCO's one split, cross-encoder, batch 16, ``max_len`` 256, ``length_window`` 64) and runs
 there, each in a fresh process measured for wall time, CPU time and peak RSS (``wait4``):
 
 - ``generate``: the source (only when not on disk yet; not a pipeline stage);
@@ -177,12 +177,11 @@ def paper_params(args: argparse.Namespace) -> dict[str, Any]:
     """The repository's params.yaml with the paper profile of docs/paper-scale.md (query set
     1,765, top-1,000 candidates; word lists as absolute paths: stages run elsewhere)."""
     raw: dict[str, Any] = yaml.safe_load((ROOT / "params.yaml").read_text())
-    raw["dataset"].update(
-        name="msmarco-passage",
-        folds=1,
+    raw["dataset"]["name"] = "msmarco-passage"
+    raw["dataset"]["msmarco_passage"].update(
         n_triples=args.triples,
         query_set=args.query_set,
-        first_stage="auto",
+        candidates="auto",
         candidates_k=args.top_k,  # the extract stage's BM25 depth (else 200)
         batch_size=100_000,
     )

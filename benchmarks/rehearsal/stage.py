@@ -102,8 +102,8 @@ def patch_timers(stage: str) -> None:
     if stage == "stages.evaluate":
         from pipeline.metrics import METRICS, runner
 
-        for name, fn in list(METRICS.items()):
-            METRICS[name] = timed(f"metric.{name}", fn)
+        for name, record in list(METRICS.items()):
+            METRICS[name] = dataclasses.replace(record, fn=timed(f"metric.{name}", record.fn))
         wrap_all(runner, ["read_shared", "read_runs", "evaluate_run", "write_eval"], "runner.")
 
 

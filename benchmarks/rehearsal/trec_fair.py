@@ -11,8 +11,8 @@ in a fresh process with ``IR_DATASETS_HOME`` pointed at the source, measured for
 CPU time and peak RSS (``wait4``; killed past ``--max-rss-gib``):
 
 - ``extract``: ``python -m stages.extract`` (queries, the 2.09M qrels, a seeded sample of
-  ``dataset.docs_per_query`` relevant articles per query read from the corpus and metadata
-  files, their alignments, triples);
+  ``dataset.trec_fair_2022.docs_per_query`` relevant articles per query read from the corpus
+  and metadata files, their alignments, triples);
 - ``docstore`` (scales in ``--docstore-at`` only): what the stage did before, ir_datasets'
   own ``docs_store().get_many`` of the same number of articles. Its build loads every
   metadata record into one dict and writes the whole corpus into an lz4 store (deleted
@@ -64,11 +64,10 @@ print(json.dumps({"wanted": len(wanted), "found": len(found)}))
 def profile(docs_per_query: int) -> dict[str, Any]:
     """The repository's params.yaml with docs/paper-scale.md's TREC Fair 2022 profile."""
     raw: dict[str, Any] = yaml.safe_load((ROOT / "params.yaml").read_text())
-    raw["dataset"].update(
-        name="trec-fair-2022",
-        folds=1,
+    raw["dataset"]["name"] = "trec-fair-2022"
+    raw["dataset"]["trec_fair_2022"].update(
         docs_per_query=docs_per_query,
-        fair_dimensions=["gender_category", "page_subcont_regions"],
+        dimensions=["gender_category", "page_subcont_regions"],
     )
     return raw
 

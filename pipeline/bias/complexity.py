@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipeline.bias.tokenize import words_tokens
+from pipeline.errors import InputError
 from pipeline.schemas import COMPLEXITY_INDICES
 
 if TYPE_CHECKING:
@@ -238,7 +239,7 @@ def query_complexity(
     """
     missing = [c for c in ("query_id", text_column) if c not in queries.columns]
     if missing:
-        raise ValueError(f"queries lack column(s) {missing}; has {queries.columns}")
+        raise InputError(f"queries lack column(s) {missing}; has {queries.columns}")
     texts = queries[text_column].cast(pl.String).to_list()
     raw = pl.DataFrame(
         [raw_indices(t) for t in texts], schema=dict.fromkeys(INDICES, pl.Float64), orient="row"

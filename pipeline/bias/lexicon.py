@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from pipeline.errors import InputError
+
 logger = logging.getLogger(__name__)
 
 WORDLIST_DIR = Path(__file__).resolve().parent.parent / "resources" / "wordlists"
@@ -46,12 +48,12 @@ class WordList:
         """Reject empty words, words with whitespace and a word in both groups."""
         bad = sorted(w for w in self.female | self.male if not w or any(c.isspace() for c in w))
         if bad:
-            raise ValueError(
+            raise InputError(
                 f"word list {self.name!r}: invalid word {bad[0]!r} (empty or with spaces)"
             )
         both = sorted(self.female & self.male)
         if both:
-            raise ValueError(
+            raise InputError(
                 f"word list {self.name!r}: word {both[0]!r} is in both the female and the male "
                 "group"
             )
@@ -74,7 +76,7 @@ class Lexicon:
         """Reject empty patterns and ``*`` anywhere but at the end."""
         for pattern in self.female | self.male:
             if not pattern.rstrip("*") or "*" in pattern.rstrip("*") or pattern.endswith("**"):
-                raise ValueError(
+                raise InputError(
                     f"lexicon {self.name!r}: invalid pattern {pattern!r}; "
                     "expected a word, optionally ending in a single '*'"
                 )
@@ -94,7 +96,7 @@ class Lexicon:
 
     def _of(self, group: str) -> tuple[frozenset[str], tuple[str, ...]]:
         if group not in ("f", "m"):
-            raise ValueError(f"unknown group {group!r}; known: ['f', 'm']")
+            raise InputError(f"unknown group {group!r}; known: ['f', 'm']")
         return self._split[group]
 
     @cached_property
@@ -127,7 +129,7 @@ def _parse_wordlist_line(line: str, lineno: int, path: Path) -> tuple[str, str]:
     """Split one ``word,group`` line; anything else raises a ValueError with the line number."""
     parts = [part.strip() for part in line.lower().split(",")]
     if len(parts) != 2 or parts[1] not in ("f", "m") or not _TOKEN_RE.fullmatch(parts[0]):
-        raise ValueError(
+        raise InputError(
             f"{path}: line {lineno}: malformed line {line!r}; expected {WORDLIST_FORMAT}"
         )
     return parts[0], parts[1]
@@ -148,7 +150,7 @@ def load_wordlist(path: str | Path, key: str | None = None) -> WordList:
         word, group = _parse_wordlist_line(line, lineno, path)
         other = groups["m" if group == "f" else "f"]
         if word in other:
-            raise ValueError(
+            raise InputError(
                 f"{path}: word {word!r} is in both the female and the male group "
                 f"(lines {min(other[word], lineno)} and {max(other[word], lineno)})"
             )
@@ -165,7 +167,7 @@ def _parse_dic_header(lines: list[str], path: Path) -> tuple[dict[str, str], int
     starts = [i for i, line in enumerate(lines) if line.strip() == "%"]
     first_content = next((i for i, line in enumerate(lines) if line.strip()), None)
     if len(starts) < 2 or starts[0] != first_content:
-        raise ValueError(
+        raise InputError(
             f"{path}: not a LIWC .dic file; expected a category header between two '%' lines"
         )
     categories: dict[str, str] = {}
@@ -174,7 +176,7 @@ def _parse_dic_header(lines: list[str], path: Path) -> tuple[dict[str, str], int
         if not fields:
             continue
         if len(fields) < 2 or not fields[0].isdigit():
-            raise ValueError(
+            raise InputError(
                 f"{path}: line {i + 1}: malformed category line {lines[i]!r}; "
                 "expected 'number<TAB>name'"
             )
@@ -212,7 +214,7 @@ def load_liwc_dic(path: str | Path, key: str | None = None) -> Lexicon:
     categories, body = _parse_dic_header(lines, path)
     wanted = {name.lower(): num for num, name in categories.items()}
     if "female" not in wanted or "male" not in wanted:
-        raise ValueError(
+        raise InputError(
             f"{path}: LIWC dictionary needs categories 'female' and 'male'; "
             f"found: {sorted(categories.values())}"
         )

@@ -25,6 +25,7 @@ import polars as pl
 from pipeline.bias.counting import Group, count_batch
 from pipeline.bias.lexicon import Lexicon, WordList
 from pipeline.bias.tokenize import Tokenizer, get_tokenizer, words_tokens
+from pipeline.errors import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -54,12 +55,12 @@ DEFAULT_BATCH_SIZE = 100_000
 def check_zeta_params(tau: float, target: dict[str, float] | None) -> dict[str, float]:
     """Validate ζ's threshold ``tau`` and target ``J``; return ``J`` (default 0.5 / 0.5)."""
     if not math.isfinite(tau) or tau < 0:
-        raise ValueError(f"tau must be a finite number >= 0, got {tau!r}")
+        raise InputError(f"tau must be a finite number >= 0, got {tau!r}")
     j = dict(DEFAULT_TARGET if target is None else target)
     if set(j) != {"f", "m"}:
-        raise ValueError(f"target must have exactly the keys ['f', 'm'], got {sorted(j)}")
+        raise InputError(f"target must have exactly the keys ['f', 'm'], got {sorted(j)}")
     if any(not math.isfinite(v) or v < 0 for v in j.values()) or abs(sum(j.values()) - 1) > 1e-9:
-        raise ValueError(f"target must be a distribution (values >= 0 summing to 1), got {j}")
+        raise InputError(f"target must be a distribution (values >= 0 summing to 1), got {j}")
     return j
 
 
@@ -67,13 +68,13 @@ def check_corpus(corpus: pl.DataFrame) -> pl.DataFrame:
     """The ``doc_id`` and ``text`` columns of ``corpus``, both String (all-null text allowed)."""
     missing = [c for c in ("doc_id", "text") if c not in corpus.columns]
     if missing:
-        raise ValueError(f"corpus lacks column(s) {missing}; has {corpus.columns}")
+        raise InputError(f"corpus lacks column(s) {missing}; has {corpus.columns}")
     docs = corpus.select("doc_id", "text")
     if docs.schema["text"] == pl.Null:
         docs = docs.with_columns(pl.col("text").cast(pl.String))
     wrong = {c: str(t) for c, t in docs.schema.items() if t != pl.String}
     if wrong:
-        raise ValueError(f"corpus columns must be String (Utf8); got {wrong}")
+        raise InputError(f"corpus columns must be String (Utf8); got {wrong}")
     return docs
 
 
@@ -150,7 +151,7 @@ def score_documents(
     j = check_zeta_params(tau, target)
     docs = check_corpus(corpus)
     if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        raise InputError(f"batch_size must be >= 1, got {batch_size}")
     start = time.perf_counter()
     lists = (
         Group("tc_f", specific.female),

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipeline import schemas
+from pipeline.errors import InputError, SetupError
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Token
@@ -125,7 +126,7 @@ def _is_verb_phrase(t: Token) -> bool:
 def counts(doc: Doc) -> Counts:
     """Count Lu's units on one dependency-parsed Doc."""
     if len(doc) and not doc.has_annotation("DEP"):
-        raise ValueError(
+        raise InputError(
             f"{PARAM_KEY}: the spaCy pipeline produced no dependency parse (no `parser` "
             f"component); {INSTALL_HINT}"
         )
@@ -176,18 +177,18 @@ def load_parser(name: str) -> Any:
     try:
         import spacy
     except ImportError as err:
-        raise RuntimeError(
+        raise SetupError(
             f"{PARAM_KEY} is {name!r} but spaCy is not installed: install the optional extra "
             f"with `.venv/bin/pip install -e '.[syntax]'`, then {INSTALL_HINT}"
         ) from err
     try:
         nlp = spacy.load(name, exclude=["ner", "lemmatizer", "textcat", "textcat_multilabel"])
     except OSError as err:
-        raise ValueError(
+        raise InputError(
             f"{PARAM_KEY}: no installed spaCy pipeline named {name!r} ({err}); {INSTALL_HINT}"
         ) from err
     if "parser" not in nlp.pipe_names:
-        raise ValueError(
+        raise InputError(
             f"{PARAM_KEY}: the spaCy pipeline {name!r} has no dependency parser (components "
             f"{nlp.pipe_names}); {INSTALL_HINT}"
         )

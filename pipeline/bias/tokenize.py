@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from pipeline.errors import InputError
+
 WORD_PATTERN = r"\w+"
 _WORD_RE = re.compile(WORD_PATTERN)
 
@@ -107,4 +109,4 @@ def get_tokenizer(name: str) -> Tokenizer:
     try:
         return TOKENIZERS[name]
     except KeyError:
-        raise ValueError(f"unknown tokenizer {name!r}; known: {sorted(TOKENIZERS)}") from None
+        raise InputError(f"unknown tokenizer {name!r}; known: {sorted(TOKENIZERS)}") from None

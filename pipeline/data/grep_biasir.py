@@ -12,10 +12,14 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import polars as pl
 
+from pipeline.config import Checked, Range
+from pipeline.data.common import Extracted, Source
+from pipeline.errors import InputError
 from pipeline.retrieval.bm25 import bm25_topk
 
 log = logging.getLogger(__name__)
@@ -31,7 +35,7 @@ GENDERS = ("F", "M", "N", "both")
 GENDER_FIXES = {"botrh": "both"}
 
 
-class GrepBiasIRError(ValueError):
+class GrepBiasIRError(InputError):
     """A Grep-BiasIR CSV file is missing or has a malformed row."""
 
 
@@ -181,8 +185,9 @@ def assign_folds(queries: pl.DataFrame, folds: int, seed: int) -> pl.DataFrame:
     dealt to the folds in turn, continuing where the previous category stopped, so fold sizes
     differ by at most one and every fold holds every category's share."""
     if folds < 2 or folds > queries.height:
-        raise ValueError(
-            f"params key 'dataset.folds': {folds} folds need 2..{queries.height} queries"
+        raise InputError(
+            f"params key 'dataset.grep_biasir.folds': {folds} folds need 2..{queries.height} "
+            "queries"
         )
     rng = np.random.default_rng(seed)
     fold_of: dict[str, int] = {}
@@ -259,3 +264,45 @@ def make_triples(
     return pl.concat([same, bm25.select(same.columns)]).sort(
         "query_id", "pos_doc_id", "source", "neg_doc_id"
     )
+
+
+@dataclass(frozen=True)
+class GrepBiasIRConfig(Checked):
+    """``dataset.grep_biasir``: ``folds``-fold cross-validation over queries (``1`` = one
+    split holding out ``test_fraction`` of each category's queries), seeded by
+    ``split_seed``; ``bm25_negatives`` per query drawn (by each run seed, in the order stage)
+    from its BM25 top-``bm25_pool`` documents of other training queries;
+    ``max_queries``: the first N query ids (small profiles), ``None`` = all 117."""
+
+    folds: Annotated[int, Range(ge=1)] = 2
+    test_fraction: Annotated[float, Range(ge=0, le=1)] = 0.3
+    split_seed: int = 13
+    bm25_negatives: Annotated[int, Range(ge=0)] = 2
+    bm25_pool: Annotated[int, Range(ge=1)] = 10
+    max_queries: Annotated[int, Range(ge=2)] | None = None
+
+
+def extract(cfg: GrepBiasIRConfig) -> Extracted:
+    """Grep-BiasIR (Krieg et al., SIGIR 2022; CC0, shipped): queries with ``fold`` and
+    ``split``, the corpus split with its queries, qrels, and per fold the triples of the other
+    folds' queries (``fold`` = the fold whose model trains on them)."""
+    data = load_grep_biasir()
+    if cfg.max_queries is not None:
+        data = subset_queries(data, cfg.max_queries)
+    if cfg.folds > 1:
+        queries = assign_folds(data.queries, cfg.folds, cfg.split_seed)
+    else:
+        queries = split_queries(data.queries, cfg.test_fraction, cfg.split_seed)
+        test = pl.col("split") == "test"
+        queries = queries.with_columns(pl.when(test).then(0).otherwise(None).alias("fold"))
+    queries = queries.with_columns(pl.lit("grep-biasir").alias("set"))
+    corpus = split_documents(data, queries)
+    parts = []
+    for fold in range(max(cfg.folds, 1)):
+        train = queries.filter(pl.col("fold").ne_missing(fold))["query_id"].to_list()
+        t = make_triples(data, train, cfg.bm25_negatives, cfg.bm25_pool)
+        parts.append(t.with_columns(pl.lit(fold, dtype=pl.Int64).alias("fold")))
+    return Extracted(corpus, queries, data.qrels, pl.concat(parts))
+
+
+RECORD = Source("grep-biasir", extract, GrepBiasIRConfig)

@@ -31,6 +31,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.errors import InputError, SetupError
 from pipeline.io import atomic_path
 from pipeline.progress import progress
 from pipeline.retrieval.bm25 import SparseScorer, top_k_frame
@@ -53,7 +54,7 @@ MARKERS = ("irds_version.txt",)  # written by ir_datasets before any download
 TERMS = {"msmarco-passage": " (MS MARCO asks you to accept its terms)"}
 
 
-class SourceUnavailableError(RuntimeError):
+class SourceUnavailableError(SetupError):
     """An ir_datasets file is neither cached locally nor downloadable from here."""
 
 
@@ -203,7 +204,7 @@ def check_text_encoding(dataset_id: str) -> None:
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
     """Consecutive lists of `size` items (the last one shorter)."""
     if size < 1:
-        raise ValueError(f"batch size must be >= 1, got {size}")
+        raise InputError(f"batch size must be >= 1, got {size}")
     it = iter(items)
     while chunk := list(islice(it, size)):
         yield chunk
@@ -212,9 +213,9 @@ def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
 def select_rows(total: int, n: int, seed: int) -> np.ndarray:
     """`n` distinct row indices of `range(total)`, uniform and seeded, sorted ascending."""
     if n > total:
-        raise ValueError(
+        raise InputError(
             f"sample: asked for {n} rows but the stream has {total}; "
-            "ask for fewer rows (dataset.n_triples) or take the first rows instead"
+            "ask for fewer rows (dataset.msmarco_passage.n_triples) or take the first rows instead"
         )
     return np.sort(np.random.default_rng(seed).choice(total, size=n, replace=False))
 
@@ -226,7 +227,7 @@ def sample_stream(items: Iterable[Any], rows: np.ndarray) -> Iterator[Any]:
     for index in rows.tolist():
         item = next(islice(it, index - position, None), None)
         if item is None:
-            raise ValueError(
+            raise InputError(
                 f"stream ended before row {index}; expected at least {rows[-1] + 1} "
                 "rows (is the ir_datasets download truncated? delete it and rerun)"
             )
@@ -239,7 +240,7 @@ def arrow_schema(schema: Schema, columns: Sequence[str]) -> pa.Schema:
     cols = schema.columns()
     unknown = [c for c in columns if c not in cols]
     if unknown:
-        raise ValueError(f"columns {unknown} are not in the {schema.name!r} schema {list(cols)}")
+        raise InputError(f"columns {unknown} are not in the {schema.name!r} schema {list(cols)}")
     return pa.schema([(c, cols[c]) for c in cols if c in columns or c in schema.required])
 
 
@@ -373,7 +374,7 @@ def bm25_over_docs(
         packed.append(ids)
     tokens = tokenizer.to_tokenized_tuple(packed.freeze())
     if not doc_ids:
-        raise ValueError("BM25: the collection is empty; expected at least one document")
+        raise InputError("BM25: the collection is empty; expected at least one document")
     retriever = bm25s.BM25(k1=k1, b=b)
     retriever.index(tokens, show_progress=False)
     qtok = tokenizer.tokenize(

@@ -24,12 +24,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import polars as pl
 import pyarrow as pa
 
 from pipeline import io, schemas
+from pipeline.config import Checked, Range
+from pipeline.data.common import Extracted, Source
 from pipeline.data.irds import (
     Loader,
     Probe,
@@ -45,6 +47,7 @@ from pipeline.data.irds import (
     select_rows,
     write_batches,
 )
+from pipeline.errors import InputError
 from pipeline.progress import progress
 
 log = logging.getLogger(__name__)
@@ -69,37 +72,21 @@ NEEDS = [
 
 
 @dataclass(frozen=True)
-class MsmarcoConfig:
-    """What to extract; see the module docstring. `candidates = auto` uses the shipped BM25 run
-    where one exists (the 215 set) and bm25s over the collection otherwise."""
+class MsmarcoConfig(Checked):
+    """``dataset.msmarco_passage``; see the module docstring. ``candidates = auto`` uses the
+    shipped BM25 run where one exists (the 215 set) and bm25s over the collection
+    otherwise (``k1``, ``b``, top ``candidates_k``); ``seed`` draws the ``sample``."""
 
-    n_triples: int = 100_000
+    folds: ClassVar[int] = 1  # MS MARCO has its own dev queries: one split
+    n_triples: Annotated[int, Range(ge=1)] = 100_000
     triples_sample: Literal["first", "sample"] = "first"
     seed: int = 13
     query_set: QuerySet = "215"
     candidates: Literal["auto", "shipped", "bm25"] = "auto"
-    candidates_k: int = 200
-    k1: float = 0.9
-    b: float = 0.4
-    batch_size: int = 100_000
-
-    def __post_init__(self) -> None:
-        choices = {
-            "triples_sample": ("first", "sample"),
-            "query_set": tuple(sorted(QUERY_SETS)),
-            "candidates": ("auto", "shipped", "bm25"),
-        }
-        bad = [
-            f"{k} must be one of {list(v)}, got {getattr(self, k)!r}"
-            for k, v in choices.items()
-            if getattr(self, k) not in v
-        ] + [
-            f"{k} must be >= 1, got {getattr(self, k)!r}"
-            for k in ("n_triples", "candidates_k", "batch_size")
-            if getattr(self, k) < 1
-        ]
-        if bad:
-            raise ValueError("MS MARCO config: " + "; ".join(bad) + "; fix the dataset.* params")
+    candidates_k: Annotated[int, Range(ge=1)] = 200
+    k1: Annotated[float, Range(ge=0)] = 0.9
+    b: Annotated[float, Range(ge=0, le=1)] = 0.4
+    batch_size: Annotated[int, Range(ge=1)] = 100_000
 
 
 def _count(dataset: Any) -> int:
@@ -192,7 +179,7 @@ def train_queries(load: Loader, query_ids: set[str]) -> pl.DataFrame:
         ]
     found = pl.DataFrame(rows, schema={"query_id": pl.Utf8, "text": pl.Utf8}, orient="row")
     if found.height < len(query_ids):
-        raise ValueError(
+        raise InputError(
             f"train queries: {len(query_ids) - found.height} triple query ids have no text in "
             f"{TRIPLES_ID}; expected all of them. Delete the ir_datasets cache and rerun."
         )
@@ -206,7 +193,7 @@ def candidates(load: Loader, cfg: MsmarcoConfig, queries: pl.DataFrame) -> pl.Da
         source = "shipped" if cfg.query_set in SHIPPED_RUNS else "bm25"
     if source == "shipped":
         if cfg.query_set not in SHIPPED_RUNS:
-            raise ValueError(
+            raise InputError(
                 f"candidates = shipped: no shipped run for query set {cfg.query_set}; "
                 f"expected one of {sorted(SHIPPED_RUNS)}. Use candidates = bm25 or auto."
             )
@@ -309,3 +296,15 @@ def msmarco_tables(
     with tempfile.TemporaryDirectory(prefix="msmarco-") as tmp:
         extract_msmarco(cfg, tmp, load, probe)
         return {name: io.read_table(Path(tmp) / f"{name}.parquet", s) for name, s in TABLES.items()}
+
+
+def extract(cfg: MsmarcoConfig) -> Extracted:
+    """The MS MARCO tables (module docstring); its shipped or bm25s candidates as the first
+    stage."""
+    t = msmarco_tables(cfg)
+    return Extracted(
+        t["corpus"], t["queries"], t["qrels"], t["triples"], first_stage=t["candidates"]
+    )
+
+
+RECORD = Source("msmarco-passage", extract, MsmarcoConfig, ir_datasets=DEV_ID)

@@ -12,7 +12,7 @@ distribution per document and dimension, from the article's own `FairTrec2022Doc
 a string field is one group; a list field (e.g. `page_subcont_regions`, `gender`) spreads
 the weight evenly over its distinct items; a dict field (`source_subcont_regions`) in
 proportion to its counts; a missing or empty value is the real group "Unknown".
-`pipeline.metrics.exposure.intersect` builds the intersectional (outer-product) groups.
+`pipeline.metrics.inputs.intersect` builds the intersectional (outer-product) groups.
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 import polars as pl
 
+from pipeline.config import Checked, Range
+from pipeline.data.common import Extracted, Source
 from pipeline.data.irds import (
     Loader,
     Probe,
@@ -35,7 +37,8 @@ from pipeline.data.irds import (
     probe_host,
 )
 from pipeline.data.trec_fair_articles import read_articles
-from pipeline.metrics.exposure import UNKNOWN
+from pipeline.errors import InputError
+from pipeline.schemas import UNKNOWN_GROUP as UNKNOWN
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +49,20 @@ ENTITIES = ("queries", "qrels", "docs")
 
 
 @dataclass(frozen=True)
-class TrecFairConfig:
+class TrecFairConfig(Checked):
+    """``dataset.trec_fair_2022``: the fairness ``dimensions`` (``FairTrec2022Doc`` fields),
+    ``docs_per_query`` sampled relevant articles per query (``None`` = all), the first
+    ``max_queries`` queries, ``test_fraction`` of them held out, ``negatives`` per positive,
+    ``seed`` of every draw, ``batch_size`` documents per docs-store lookup."""
+
+    folds: ClassVar[int] = 1  # one train/test split of its 50 queries
     dimensions: tuple[str, ...] = DEFAULT_DIMENSIONS
-    docs_per_query: int | None = 100
-    max_queries: int | None = None
-    test_fraction: float = 0.3
+    docs_per_query: Annotated[int, Range(ge=1)] | None = 100
+    max_queries: Annotated[int, Range(ge=2)] | None = None
+    test_fraction: Annotated[float, Range(ge=0, le=1)] = 0.3
     seed: int = 13
-    negatives: int = 2
-    batch_size: int = 10_000
+    negatives: Annotated[int, Range(ge=0)] = 2
+    batch_size: Annotated[int, Range(ge=1)] = 10_000
 
 
 @dataclass(frozen=True)
@@ -72,10 +81,10 @@ def check_dimensions(doc_cls: Any, dimensions: Sequence[str]) -> None:
     fields = [f for f in doc_cls._fields if f not in NOT_GROUPS]
     bad = [d for d in dimensions if d not in fields]
     if bad or not dimensions:
-        raise ValueError(
+        raise InputError(
             f"trec-fair dimensions {list(dimensions)}: {bad or 'none given'} are not "
             f"{doc_cls.__name__} metadata fields; expected some of {fields}. "
-            "Fix dataset.fair_dimensions."
+            "Fix dataset.trec_fair_2022.dimensions."
         )
 
 
@@ -183,7 +192,7 @@ def _documents(
         )
         align_parts.append(doc_alignments(docs, cfg.dimensions))
     if not corpus_parts:
-        raise ValueError(
+        raise InputError(
             f"{DATASET_ID}: none of the {len(doc_ids)} sampled relevant articles is in the "
             "corpus file; is the ir_datasets download truncated? Delete it and rerun."
         )
@@ -225,3 +234,12 @@ def extract_trec_fair(
         queries.height, corpus.height, qrels.height, all_qrels.height, triples.height,
     )  # fmt: skip
     return TrecFair(corpus, queries, qrels, triples, alignments)
+
+
+def extract(cfg: TrecFairConfig) -> Extracted:
+    """The TREC Fair 2022 tables with the documents' group alignments."""
+    d = extract_trec_fair(cfg)
+    return Extracted(d.corpus, d.queries, d.qrels, d.triples, alignments=d.alignments)
+
+
+RECORD = Source("trec-fair-2022", extract, TrecFairConfig, ir_datasets="trec-fair/2022")

@@ -4,10 +4,10 @@ ir_datasets 0.6.3 serves `trec-fair/2022` documents (`JsonlDocs`) only through a
 it builds on first use: it loads all 6,460,238 records of `trec_2022_articles_discrete.json.gz`
 into one dict (≈ 3.9 KB each in memory, a projected 24 GiB), then writes every article of
 `trec_corpus_20220301_plain.json.gz` into an lz4 store (another copy of the corpus on disk).
-The extract stage needs a few thousand articles (`dataset.docs_per_query` per query), so
-`read_articles` streams both files once and keeps only the wanted ids: memory is bounded by
-the wanted records (the whole extract: 1.1 GiB and 11 min at full size on the rehearsal's
-synthetic corpus, benchmarks/README.md, "TREC Fair 2022 rehearsal").
+The extract stage needs a few thousand articles (`dataset.trec_fair_2022.docs_per_query` per
+query), so `read_articles` streams both files once and keeps only the wanted ids: memory is
+bounded by the wanted records (the whole extract: 1.1 GiB and 11 min at full size on the
+rehearsal's synthetic corpus, benchmarks/README.md, "TREC Fair 2022 rehearsal").
 
 The files are ir_datasets' own (its `Download` objects: a missing file is downloaded and
 md5-checked by ir_datasets, a present one is read as it is) and each article is built exactly
@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from pipeline.errors import SetupError
 from pipeline.progress import progress
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ def _handler(dataset: Any) -> Any:
     if lacking:
         import ir_datasets
 
-        raise RuntimeError(
+        raise SetupError(
             f"trec-fair: ir_datasets {ir_datasets.__version__}'s docs handler "
             f"{type(handler).__name__} lacks {lacking}; expected ir_datasets 0.6's JsonlDocs "
             "(corpus and metadata files). Fix: pip install 'ir_datasets==0.6.3'"

@@ -23,6 +23,7 @@ import logging
 
 import polars as pl
 
+from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
 from pipeline.metrics.ties import arab_weight, tie_averaged
 
@@ -68,3 +69,21 @@ def _with_pairs(ranked: pl.DataFrame, doc_scores: pl.DataFrame) -> pl.DataFrame:
     scores = doc_scores.select("doc_id", *cols).with_columns(pl.lit(0, pl.Int64).alias("_missing"))
     out = ranked.join(scores, on="doc_id", how="left", maintain_order="left")
     return out.with_columns(pl.col(cols).fill_null(0.0), pl.col("_missing").fill_null(1))
+
+
+def _measures(x: str) -> tuple[Measure, Measure]:
+    return (
+        Measure(f"ARaB-{x}@{{k}}", "→0", f"rank bias of the top k by {x} (male − female)",
+                table="core", magnitude=f"ARaB-{x}-abs@{{k}}", ir_measures=f"ARaB_{x}"),
+        Measure(f"ARaB-{x}-abs@{{k}}", "↓", f"|male − female| rank bias of the top k by {x}",
+                lo=0.0, label=f"|ARaB-{x}|", ir_measures=f"ARaB_{x}_abs"),
+    )  # fmt: skip
+
+
+RECORD = Metric(
+    "arab",
+    arab,
+    tuple(m for x in MEASURES for m in _measures(x)),
+    reference="Rekabsaz & Schedl, SIGIR 2020 (ARaB)",
+    order=20,
+)

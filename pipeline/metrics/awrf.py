@@ -1,36 +1,46 @@
 """AWRF: attention-weighted rank fairness (Sapiezynski et al., "Quantifying the impact of user
 attention on fair group representation in ranked lists", WWW 2019 companion), as used by the
-TREC Fair Ranking Track 2022 Task 1 (Ekstrand et al.), SPEC §4.6.
+TREC Fair Ranking Track 2022 Task 1 (Ekstrand et al.), SPEC §4.6. The one AWRF of the suite.
 
-Each document carries one group label (`doc_groups.group`, e.g. F/M/N for Grep-BiasIR);
-documents without a label are dropped (counted per query in `awrf_ungrouped_docs`, among the
-documents with a non-zero weight at max(k)). With the discount `d(r) = 1 / log2(max(r, 2))`
-at the document's run rank r (0 past k), tie-averaged: tied documents (equal scores) share the
-mean discount of the positions their block occupies (`pipeline.metrics.ties`, SPEC §1
-"Ties"), so the run's exposure vector is its expectation over the orders of each tie block:
+Documents carry group alignments `doc_id, group, weight`: one distribution over groups per
+document, `pipeline.metrics.inputs.EvalInputs.alignments` (TREC Fair 2022: the
+intersectional outer product of its dimensions, `intersect`) or, without them, the
+one-hot F/M/N label of `doc_groups` (Grep-BiasIR). Documents without an alignment are
+dropped (counted per query in `awrf_ungrouped_docs`, among the documents with a non-zero
+weight at max(k)). With the discount `d(r) = 1 / log2(max(r, 2))` at the document's run rank
+r (0 past k), tie-averaged: tied documents (equal scores) share the mean discount of the
+positions their block occupies (`pipeline.metrics.ties`, SPEC §1 "Ties"), so the run's
+exposure vector is its expectation over the orders of each tie block:
 
-- run distribution `p` = discount-weighted mean of the one-hot group vectors of the top k;
-- target `q` = uniform over the known groups (`EvalInputs.awrf_target = "uniform"`), or
-  ("relevant") the group distribution of the query's relevant documents (qrel > 0) mixed
-  50/50 with the corpus-wide background distribution of `doc_groups`; a query without any
-  labelled relevant document falls back to the background alone (`awrf_target_fallback`);
+- run distribution `p` = discount-weighted mean of the alignment vectors of the top k;
+- target `q` = uniform over the groups of the alignments (`EvalInputs.awrf_target =
+  "uniform"`), or ("relevant") the mean alignment of the query's relevant documents (qrel >
+  0) mixed 50/50 with the background, the mean alignment of every aligned document; a query
+  without any aligned relevant document falls back to the background alone
+  (`awrf_target_fallback`);
 - `AWRF@k = 1 − JSD(p, q)`, `JSD = ½ KL(p‖m) + ½ KL(q‖m)`, `m = (p + q) / 2`, natural log, so
   AWRF ∈ [1 − ln 2, 1].
 
-A query with no labelled document of non-zero weight in its top k gets null and
+A query with no aligned document of non-zero weight in its top k gets null and
 `awrf_skipped@k` = 1. With qrels, `nDCGxAWRF@k` is the per-query product nDCG@k × AWRF@k (the
 track's Task 1 score; nDCG keeps the run's order, see `pipeline.metrics.effectiveness`).
+The TREC Fair 2022 mode (`pipeline.metrics.trec_fair2022`) computes the track's own variant
+of this formula as the track's code does (its float32 discount, its known-page rules).
 """
 
 from __future__ import annotations
 
 import logging
+import math
+from collections.abc import Sequence
 
 import polars as pl
 
+from pipeline.errors import InputError
+from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.effectiveness import ndcg_per_query
-from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
-from pipeline.metrics.ties import cut, fair_discount, tie_averaged
+from pipeline.metrics.inputs import EvalInputs, finish, one_hot, query_frame, require
+from pipeline.metrics.ties import BLOCK, cut, fair_discount, tie_averaged
 
 log = logging.getLogger(__name__)
 
@@ -39,43 +49,81 @@ FALLBACK = "awrf_target_fallback"
 
 
 def awrf(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
-    """Per-query `AWRF@k` (and `nDCGxAWRF@k` when qrels are given) for every k."""
-    doc_groups = require(ctx, "doc_groups", "awrf")
-    base = query_frame(ctx.run)
-    weights = {f"_w{k}": cut(k, fair_discount) for k in cutoffs}
-    ranked = tie_averaged(ctx.run, weights, max(cutoffs))
-    ranked = ranked.join(doc_groups, on="doc_id", how="left", maintain_order="left")
-    counts = ranked.group_by("query_id", maintain_order=True).agg(
-        pl.col("group").null_count().cast(pl.Int64).alias(UNGROUPED)
-    )
-    target = _target(ctx, base, doc_groups)
-    fallback = target.group_by("query_id", maintain_order=True).agg(pl.col(FALLBACK).first())
-    out = base
-    for k in cutoffs:
-        dist = run_distribution(ranked, f"_w{k}")
-        values = one_minus_jsd(dist, target.drop(FALLBACK), f"AWRF@{k}")
-        out = out.join(values, on="query_id", how="left", maintain_order="left")
-    if ctx.qrels is not None:
-        out = _with_ndcg_product(out, ctx, cutoffs)
-    else:
+    """Per-query `AWRF@k` (and `nDCGxAWRF@k` when qrels are given) for every k, over the
+    evaluation's alignments (else the one-hot `doc_groups`)."""
+    aligned = ctx.alignments
+    if aligned is None:
+        aligned = one_hot(require(ctx, "doc_groups", "awrf"))
+    if not aligned.height:
+        what = "doc_groups holds no labelled" if ctx.alignments is None else "alignments hold no"
+        raise InputError(
+            f"awrf: {what} document, so there is no group to compare; label documents F, M or "
+            "N in the corpus's `group` column, or leave doc_groups None to skip AWRF"
+        )
+    qrels = None if ctx.awrf_target == "uniform" else require(ctx, "qrels", "awrf (relevant)")
+    out = awrf_alignments(ctx.run, aligned, cutoffs, ctx.awrf_target, qrels)
+    if ctx.qrels is None:
         log.info("AWRF: no qrels, so nDCGxAWRF is not computed")
-    out = finish(finish(out, counts, [UNGROUPED]), fallback, [FALLBACK]).with_columns(
+    else:
+        out = _with_ndcg_product(out, ctx.run, ctx.qrels, cutoffs)
+    out = out.select(
+        "query_id",
+        *(c for c in out.columns if c not in ("query_id", UNGROUPED, FALLBACK)),
+        UNGROUPED,
+        FALLBACK,
+    )
+    out = finish(query_frame(ctx.run), out, [UNGROUPED, FALLBACK]).with_columns(
         pl.col(f"AWRF@{k}").is_null().cast(pl.Int64).alias(f"awrf_skipped@{k}") for k in cutoffs
     )
     _log_counts(out, cutoffs)
     return out
 
 
-def run_distribution(ranked: pl.DataFrame, weight: str) -> pl.DataFrame:
-    """`query_id, group, p`: `weight`-weighted share of each group among labelled documents.
+def awrf_alignments(
+    run: pl.DataFrame,
+    alignments: pl.DataFrame,
+    cutoffs: Sequence[int],
+    target: str = "uniform",
+    qrels: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """`query_id`, `AWRF@k` per cut-off, `awrf_ungrouped_docs`, `awrf_target_fallback` of
+    `run` (`query_id, doc_id, score, rank`) over `alignments` (`doc_id, group, weight`);
+    target `uniform`, or `relevant` (needs `qrels`)."""
+    base = query_frame(run)
+    weights = {f"_w{k}": cut(k, fair_discount) for k in cutoffs}
+    # tie-averaged discounts; sorted so the float sums below add in one fixed order that does
+    # not depend on the order of tied documents (bit-identical reruns)
+    ranked = tie_averaged(run, weights, max(cutoffs))
+    ranked = ranked.join(alignments, on="doc_id", how="left", maintain_order="left")
+    ranked = ranked.sort("query_id", BLOCK, "doc_id", "group", nulls_last=True)
+    counts = ranked.group_by("query_id", "doc_id", maintain_order=True).agg(
+        pl.col("group").is_null().all().alias("_none")
+    )
+    counts = counts.group_by("query_id", maintain_order=True).agg(
+        pl.col("_none").sum().cast(pl.Int64).alias(UNGROUPED)
+    )
+    goal = _target(base, alignments, target, qrels)
+    out = base
+    for k in cutoffs:
+        dist = run_distribution(ranked, f"_w{k}")
+        values = one_minus_jsd(dist, goal.drop(FALLBACK), f"AWRF@{k}")
+        out = out.join(values, on="query_id", how="left", maintain_order="left")
+    fallback = goal.group_by("query_id", maintain_order=True).agg(pl.col(FALLBACK).first())
+    return out.join(counts, on="query_id", how="left", maintain_order="left").join(
+        fallback, on="query_id", how="left", maintain_order="left"
+    )
 
-    `ranked` holds `query_id, group` and the (tie-averaged, cut-off) discount column `weight`
-    in the row order of `pipeline.metrics.ties.tie_averaged`; unlabelled documents and
-    documents of weight 0 are dropped.
+
+def run_distribution(ranked: pl.DataFrame, weight: str) -> pl.DataFrame:
+    """`query_id, group, p`: the `weight`-weighted mean alignment of the aligned documents.
+
+    `ranked` holds `query_id, group, weight` (a document's share of the group) and the
+    (tie-averaged, cut-off) discount column `weight`, sorted as `awrf_alignments` sorts it;
+    unaligned documents and documents of weight 0 are dropped.
     """
-    labelled = ranked.filter(pl.col("group").is_not_null() & (pl.col(weight) > 0))
-    mass = labelled.group_by("query_id", "group", maintain_order=True).agg(
-        pl.col(weight).sum().alias("_w")
+    aligned = ranked.filter(pl.col("group").is_not_null() & (pl.col(weight) > 0))
+    mass = aligned.group_by("query_id", "group", maintain_order=True).agg(
+        (pl.col(weight) * pl.col("weight")).sum().alias("_w")
     )
     return mass.select(
         "query_id", "group", (pl.col("_w") / pl.col("_w").sum().over("query_id")).alias("p")
@@ -104,28 +152,31 @@ def _xlogy(x: pl.Expr, m: pl.Expr) -> pl.Expr:
     return pl.when(x > 0).then(x * (x / m).log()).otherwise(0.0)
 
 
-def _target(ctx: EvalInputs, base: pl.DataFrame, doc_groups: pl.DataFrame) -> pl.DataFrame:
-    """`query_id, group, q, awrf_target_fallback` for every run query × known group."""
-    groups = (
-        doc_groups.group_by("group", maintain_order=True).agg(pl.len().alias("_n")).sort("group")
-    )
-    if not groups.height:
-        raise ValueError(
-            "awrf: doc_groups holds no labelled document, so there is no group to compare; "
-            "label documents F, M or N in the corpus's `group` column, or leave doc_groups "
-            "None to skip AWRF"
-        )
+def _target(
+    base: pl.DataFrame, alignments: pl.DataFrame, target: str, qrels: pl.DataFrame | None
+) -> pl.DataFrame:
+    """`query_id, group, q, awrf_target_fallback` for every run query × aligned group; the
+    background is each group's share of the total alignment mass (the mean alignment of the
+    aligned documents when each sums to 1)."""
+    groups = alignments.group_by("group").agg(pl.col("weight").sum().alias("_n")).sort("group")
     grid = base.join(groups, how="cross")
-    if ctx.awrf_target == "uniform":
+    if target == "uniform":
         return grid.select(
             "query_id",
             "group",
             pl.lit(1.0 / groups.height).alias("q"),
             pl.lit(0, pl.Int64).alias(FALLBACK),
         )
-    qrels = require(ctx, "qrels", "awrf (target 'relevant')")
-    relevant = qrels.filter(pl.col("relevance") > 0).join(doc_groups, on="doc_id")
-    shares = relevant.group_by("query_id", "group", maintain_order=True).agg(pl.len().alias("_r"))
+    if target != "relevant" or qrels is None:
+        raise InputError(
+            f"AWRF target must be 'uniform' or 'relevant' (with qrels), got {target!r} "
+            f"with qrels {'present' if qrels is not None else 'None'}"
+        )
+    relevant = qrels.filter(pl.col("relevance") > 0).join(alignments, on="doc_id")
+    relevant = relevant.sort("query_id", "doc_id", "group")
+    shares = relevant.group_by("query_id", "group", maintain_order=True).agg(
+        pl.col("weight").sum().alias("_r")
+    )
     shares = shares.with_columns((pl.col("_r") / pl.col("_r").sum().over("query_id")).alias("_rel"))
     grid = grid.join(shares.drop("_r"), on=["query_id", "group"], how="left").with_columns(
         (pl.col("_n") / pl.col("_n").sum().over("query_id")).alias("_bg"),
@@ -140,10 +191,9 @@ def _target(ctx: EvalInputs, base: pl.DataFrame, doc_groups: pl.DataFrame) -> pl
 
 
 def _with_ndcg_product(
-    out: pl.DataFrame, ctx: EvalInputs, cutoffs: tuple[int, ...]
+    out: pl.DataFrame, run: pl.DataFrame, qrels: pl.DataFrame, cutoffs: tuple[int, ...]
 ) -> pl.DataFrame:
-    assert ctx.qrels is not None
-    ndcg = ndcg_per_query(ctx.run, ctx.qrels, cutoffs)
+    ndcg = ndcg_per_query(run, qrels, cutoffs)
     out = out.join(ndcg, on="query_id", how="left", maintain_order="left")
     products = [
         (pl.col(f"nDCG@{k}") * pl.col(f"AWRF@{k}")).alias(f"nDCGxAWRF@{k}") for k in cutoffs
@@ -164,3 +214,17 @@ def _log_counts(out: pl.DataFrame, cutoffs: tuple[int, ...]) -> None:
         n = int(out[f"awrf_skipped@{k}"].sum())
         if n:
             log.warning("AWRF@%d: %d queries skipped (no labelled document in the top %d)", k, n, k)
+
+
+RECORD = Metric(
+    "awrf",
+    awrf,
+    (
+        Measure("AWRF@{k}", "↑", "1 − JSD of the run's group exposure and the target",
+                lo=1 - math.log(2), hi=1.0, table="extra", ir_measures="AWRF"),
+        Measure("nDCGxAWRF@{k}", "↑", "nDCG@k × AWRF@k per query (TREC Fair 2022 Task 1)",
+                lo=0.0, hi=1.0, ir_measures="nDCGxAWRF"),
+    ),
+    reference="Sapiezynski et al., WWW 2019 companion; TREC Fair Ranking 2022 (Ekstrand et al.)",
+    order=50,
+)  # fmt: skip

@@ -30,6 +30,7 @@ import logging
 
 import polars as pl
 
+from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
 from pipeline.metrics.ties import identity_rank, tie_averaged
 
@@ -92,3 +93,22 @@ def version_ranks(run: pl.DataFrame, qrels: pl.DataFrame, doc_groups: pl.DataFra
         pl.col("rank").filter(pl.col("group") == MALE).min().alias("rank_m"),
         pl.col("rank").filter(pl.col("group") == NEUTRAL).min().alias("rank_n"),
     )
+
+
+RECORD = Metric(
+    "counterfactual",
+    counterfactual,
+    (
+        Measure("gap-mean", "→0", "rank of the female − rank of the male relevant version",
+                table="overall", magnitude="gap-abs", ir_measures="gap_mean"),
+        Measure("gap-abs", "↓", "|rank of the female − rank of the male relevant version|",
+                lo=0.0, table="overall", ir_measures="gap_abs"),
+        Measure("gap-male-wins", "→0.5", "share of queries whose male version ranks higher",
+                lo=0.0, hi=1.0, table="overall", ir_measures="gap_male_wins"),
+        Measure("gap-neutral-first", "·", "share of queries whose relevant neutral version "
+                "ranks strictly above both gendered ones", lo=0.0, hi=1.0, table="overall",
+                ir_measures="gap_neutral_first"),
+    ),
+    reference="Grep-BiasIR counterfactual versions (Krieg et al., SIGIR 2022); this project",
+    order=60,
+)  # fmt: skip

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
 
 log = logging.getLogger(__name__)
@@ -146,3 +147,18 @@ def _ranx_evaluate(qrels: np.ndarray, run: np.ndarray, metrics: list[str]) -> di
             threads=numba.config.NUMBA_NUM_THREADS,  # type: ignore[attr-defined]
         )
     return {m: np.asarray(scores[m]) for m in metrics}
+
+
+RECORD = Metric(
+    "effectiveness",
+    effectiveness,
+    (
+        Measure("MRR@{k}", "↑", "reciprocal rank of the first relevant document in the top k",
+                lo=0.0, hi=1.0, fairness=False, table="core", ir_measures="RR"),
+        Measure("nDCG@{k}", "↑", "normalised discounted cumulative gain of the top k (graded)",
+                lo=0.0, hi=1.0, fairness=False, table="extra", ir_measures="nDCG"),
+    ),
+    reference="Voorhees, TREC-8 QA 1999 (MRR); Järvelin & Kekäläinen, TOIS 2002 (nDCG); ranx",
+    order=10,
+    ir_measures_native=True,
+)  # fmt: skip

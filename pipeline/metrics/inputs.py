@@ -11,6 +11,7 @@ conventions that `pipeline.metrics.suite` relies on:
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
@@ -20,6 +21,9 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline import schemas
+from pipeline.errors import InputError
+
+log = logging.getLogger(__name__)
 
 AwrfTarget = Literal["uniform", "relevant"]
 MetricFn = Callable[["EvalInputs", tuple[int, ...]], pl.DataFrame]
@@ -40,6 +44,7 @@ RUN_COLUMNS = _columns(schemas.RUN, "query_id", "doc_id", "score", "rank")
 QRELS_COLUMNS = _columns(schemas.QRELS, "query_id", "doc_id", "relevance")
 CANDIDATE_COLUMNS = _columns(schemas.CANDIDATES, "query_id", "doc_id", "rank")
 DOC_GROUP_COLUMNS = _columns(schemas.CORPUS, "doc_id", "group")
+ALIGNMENT_COLUMNS = _columns(schemas.ALIGNMENTS, "doc_id", "group", "weight")
 COMPLEXITY_COLUMNS = _columns(schemas.QUERY_COMPLEXITY, "query_id", "complexity", "bin")
 DOC_SCORE_COLUMNS = _columns(
     schemas.DOC_SCORES,
@@ -81,7 +86,7 @@ def labelled_groups(corpus: pl.DataFrame, source: str) -> pl.DataFrame | None:
         hint = next((g for g in known if g and g.lower() == label.strip().lower()), None)
         mean = f" (did you mean {hint!r}?)" if hint else ""
         seen = sorted(set(unknown["group"].head(1000).to_list()))[:5]
-        raise ValueError(
+        raise InputError(
             f"{source}: {unknown.height} documents have an unknown `group` label, first doc_id "
             f"{doc_id!r} with {label!r}{mean}; labels seen: {seen}. Use F, M or N (`both` or "
             "empty for a document with no single group), or drop the `group` column to skip "
@@ -91,7 +96,7 @@ def labelled_groups(corpus: pl.DataFrame, source: str) -> pl.DataFrame | None:
     return labelled if labelled.height else None
 
 
-class MissingInputError(ValueError):
+class MissingInputError(InputError):
     """A metric family needs an optional input (qrels, doc_scores, ...) that is None."""
 
 
@@ -99,6 +104,9 @@ class MissingInputError(ValueError):
 class EvalInputs:
     """Tables of one evaluation; optional ones left None disable the families that need them.
 
+    `alignments` (`doc_id, group, weight`: each document's distribution over groups, e.g.
+    `intersect` of TREC Fair 2022's dimensions) are the groups of AWRF and expected exposure;
+    without them those read `doc_groups` as one-hot alignments.
     `awrf_target` selects the AWRF target distribution ("uniform" or "relevant", SPEC §4.6);
     `exposure_temperature` (> 0) is the Plackett-Luce temperature of expected exposure on the
     per-query standardised scores (SPEC §4.6 "Score scale", `evaluate.exposure_temperature`).
@@ -110,17 +118,18 @@ class EvalInputs:
     candidates: pl.DataFrame | None = None
     doc_groups: pl.DataFrame | None = None
     query_complexity: pl.DataFrame | None = None  # data/query_complexity.parquet (SPEC §3)
+    alignments: pl.DataFrame | None = None
     awrf_target: AwrfTarget = "uniform"
     exposure_temperature: float = 1.0
 
     def __post_init__(self) -> None:
         if self.awrf_target not in ("uniform", "relevant"):
-            raise ValueError(
+            raise InputError(
                 f"awrf_target must be 'uniform' or 'relevant', got {self.awrf_target!r}"
             )
         t = self.exposure_temperature
         if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0:
-            raise ValueError(
+            raise InputError(
                 f"exposure_temperature must be a finite number > 0, got {t!r}; "
                 "fix `evaluate.exposure_temperature` in params.yaml"
             )
@@ -131,6 +140,7 @@ class EvalInputs:
             "candidates": (CANDIDATE_COLUMNS, ("query_id", "doc_id")),
             "doc_groups": (DOC_GROUP_COLUMNS, ("doc_id",)),
             "query_complexity": (COMPLEXITY_COLUMNS, ("query_id",)),
+            "alignments": (ALIGNMENT_COLUMNS, ("doc_id", "group")),
         }
         for f in fields(self):
             df = getattr(self, f.name)
@@ -146,7 +156,7 @@ def normalise(df: pl.DataFrame, name: str, columns: Columns, key: Sequence[str])
     """Select and cast `columns`; reject missing columns, nulls, non-finite floats, duplicates."""
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"{name}: missing columns {missing}; expected {list(columns)}, got {df.columns}"
         )
     out = df.select(pl.col(c).cast(t) for c, t in columns.items())
@@ -165,7 +175,7 @@ def _first_bad(df: pl.DataFrame, bad: pl.Expr, name: str, what: str, fix: str) -
     rows = df.filter(bad)
     if rows.height:
         first = {c: rows[c][0] for c in ("query_id", "doc_id") if c in rows.columns}
-        raise ValueError(
+        raise InputError(
             f"{name}: {rows.height} rows with {what}; first at {first}. Fix: {_FIX[fix]}."
         )
 
@@ -173,7 +183,7 @@ def _first_bad(df: pl.DataFrame, bad: pl.Expr, name: str, what: str, fix: str) -
 def _check_ranks(df: pl.DataFrame, name: str) -> None:
     """Each query's ranks must be exactly 1..n (what every rank-based metric reads)."""
     if df.height == 0:
-        raise ValueError(f"{name}: the table is empty; expected at least one ranked document")
+        raise InputError(f"{name}: the table is empty; expected at least one ranked document")
     per_query = df.group_by("query_id", maintain_order=True).agg(
         pl.len().alias("n"),
         pl.col("rank").min().alias("lo"),
@@ -185,11 +195,43 @@ def _check_ranks(df: pl.DataFrame, name: str) -> None:
     ).sort("query_id")
     if bad.height:
         q = bad.row(0, named=True)
-        raise ValueError(
+        raise InputError(
             f"{name}: {bad.height} queries whose ranks are not 1..n; first query "
             f"{q['query_id']!r} has {q['n']} rows with ranks {q['lo']}..{q['hi']} "
             f"({q['distinct']} distinct). Fix: {_FIX['rank']}."
         )
+
+
+def intersect(alignments: pl.DataFrame, dimensions: Sequence[str] | None = None) -> pl.DataFrame:
+    """Outer product of per-dimension alignments `doc_id, dimension, group, weight` →
+    `doc_id, group, weight`; a document lacking one of the dimensions is dropped (logged)."""
+    dims = list(dimensions) if dimensions else sorted(alignments["dimension"].unique().to_list())
+    out: pl.DataFrame | None = None
+    for dim in dims:
+        part = alignments.filter(pl.col("dimension") == dim).select(
+            "doc_id", (pl.lit(f"{dim}=") + pl.col("group")).alias("group"), "weight"
+        )
+        if out is None:
+            out = part
+            continue
+        out = out.join(part, on="doc_id", suffix="_r").select(
+            "doc_id",
+            (pl.col("group") + "|" + pl.col("group_r")).alias("group"),
+            pl.col("weight") * pl.col("weight_r"),
+        )
+    if out is None:
+        raise InputError(
+            f"intersect: no dimension given or found; got columns {alignments.columns}"
+        )
+    dropped = alignments["doc_id"].n_unique() - out["doc_id"].n_unique()
+    if dropped:
+        log.warning("intersect: %d documents lack one of the dimensions %s; dropped", dropped, dims)
+    return out.sort("doc_id", "group")
+
+
+def one_hot(doc_groups: pl.DataFrame) -> pl.DataFrame:
+    """`doc_id, group` labels as alignments `doc_id, group, weight = 1`."""
+    return doc_groups.select("doc_id", "group", pl.lit(1.0).alias("weight"))
 
 
 def require(ctx: EvalInputs, name: str, family: str) -> pl.DataFrame:
@@ -215,7 +257,7 @@ def check_cutoffs(cutoffs: Sequence[int]) -> tuple[int, ...]:
     """Reject empty or non-positive cut-offs; return them as a sorted, deduplicated tuple."""
     out = tuple(sorted(set(cutoffs)))
     if not out or any(not isinstance(k, int) or k < 1 for k in out):
-        raise ValueError(f"cutoffs must be positive integers, got {tuple(cutoffs)}")
+        raise InputError(f"cutoffs must be positive integers, got {tuple(cutoffs)}")
     return out
 
 

@@ -19,6 +19,7 @@ import logging
 
 import polars as pl
 
+from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
 from pipeline.metrics.ties import mean_weight, tie_averaged
 
@@ -49,3 +50,15 @@ def liwc(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
     if n_missing:
         log.warning("LIWC: %d ranked documents missing from doc_scores count as (0, 0)", n_missing)
     return finish(query_frame(ctx.run), values, [MISSING])
+
+
+RECORD = Metric(
+    "liwc",
+    liwc,
+    (
+        Measure("LIWC@{k}", "↓", "|female − male lexicon share| of the top k × 100",
+                lo=0.0, hi=100.0, table="core", ir_measures="LIWC"),
+    ),
+    reference="Seyedsalehi et al., EDBT 2022 (after LIWC2015's female/male categories)",
+    order=40,
+)  # fmt: skip

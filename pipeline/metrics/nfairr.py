@@ -24,6 +24,7 @@ import logging
 
 import polars as pl
 
+from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
 from pipeline.metrics.ties import cut, log_discount, tie_averaged
 
@@ -101,3 +102,15 @@ def _log_counts(out: pl.DataFrame) -> None:
         n = int(out[col].sum())
         if n:
             log.warning("NFaiRR: %d %s", n, what)
+
+
+RECORD = Metric(
+    "nfairr",
+    nfairr,
+    (
+        Measure("NFaiRR@{k}", "↑", "neutrality of the top k, normalised by the background's ideal",
+                lo=0.0, hi=1.0, table="core", ir_measures="NFaiRR"),
+    ),
+    reference="Rekabsaz, Kopeinik & Schedl, SIGIR 2021 (NFaiRR)",
+    order=30,
+)  # fmt: skip

@@ -15,17 +15,15 @@ from typing import Any
 
 import polars as pl
 
-from pipeline import io, schemas
-from pipeline.metrics import METRICS, EvalInputs
-from pipeline.metrics.exposure import awrf_alignments, expected_exposure, intersect
-from pipeline.metrics.inputs import labelled_groups
+from pipeline import io, paths, schemas
+from pipeline.metrics import EvalInputs
+from pipeline.metrics.inputs import intersect, labelled_groups
 from pipeline.metrics.suite import aggregate as aggregate_metrics
 from pipeline.metrics.suite import evaluate
 from pipeline.metrics.trec_fair2022 import trec_fair_metrics
 from pipeline.params import EvaluateParams
 from pipeline.stats import mean_std
 
-ALIGNED_FAMILIES = ("awrf", "exposure")  # replaced by their alignment-aware versions
 TREC_FAIR = "trec-fair-2022"  # SPEC §4.6 "TREC Fair 2022 mode": the track's metrics too
 
 
@@ -41,7 +39,7 @@ class Shared:
     complexity: pl.DataFrame | None
 
 
-def read_shared(data: str | Path = "data") -> Shared:
+def read_shared(data: str | Path = paths.DATA) -> Shared:
     """The shared inputs from the pipeline's ``data/`` tables (validated by ``schemas``)."""
     d = Path(data)
     groups = None
@@ -165,7 +163,7 @@ def read_runs(
     (``Params.seed_runs_of(method)``)."""
     if first_stage:
         return [(0, "", shared.candidates.select("query_id", "doc_id", "score", "rank"))]
-    runs = [(seed, sub, Path("runs", method, sub, "run.parquet")) for seed, sub in seed_runs]
+    runs = [(seed, sub, paths.runs(method, sub) / "run.parquet") for seed, sub in seed_runs]
     return [(seed, sub, io.read_table(str(path), schemas.RUN)) for seed, sub, path in runs]
 
 
@@ -175,6 +173,9 @@ def evaluate_run(
     """``(aggregates, per-query metrics)`` of one run; with `trec_fair`, also the TREC Fair 2022
     track's own metrics (`trecfair.*`, pipeline/metrics/trec_fair2022.py)."""
     qrels = s.qrels.filter(pl.col("query_id").is_in(run["query_id"].unique().implode()))
+    # Multi-dimensional group alignments (TREC Fair 2022): AWRF and expected exposure read
+    # their intersection instead of the single F/M/N labels.
+    aligned = intersect(s.alignments) if s.alignments.height > 0 else None
     inputs = EvalInputs(
         run=run,
         qrels=qrels,
@@ -182,23 +183,11 @@ def evaluate_run(
         candidates=s.candidates,
         doc_groups=s.groups,
         query_complexity=s.complexity,
+        alignments=aligned,
         awrf_target="relevant" if p.awrf_target == "relevant" else "uniform",
         exposure_temperature=p.exposure_temperature,
     )
-    # Multi-dimensional group alignments (TREC Fair 2022): intersectional AWRF and expected
-    # exposure replace the single-label F/M/N families, which are then not run at all.
-    aligned_data = s.alignments.height > 0
-    families = [f for f in METRICS if not (aligned_data and f in ALIGNED_FAMILIES)]
-    aggregate, per_query = evaluate(inputs, metrics=families, cutoffs=tuple(p.cutoffs))
-    if aligned_data:
-        aligned = intersect(s.alignments)
-        extra = awrf_alignments(run, aligned, p.cutoffs, p.awrf_target, qrels).join(
-            expected_exposure(run, qrels, aligned, temperature=p.exposure_temperature),
-            on="query_id",
-            how="left",
-        )
-        per_query = per_query.join(extra, on="query_id", how="left")
-        aggregate = aggregate_metrics(per_query)
+    aggregate, per_query = evaluate(inputs, cutoffs=tuple(p.cutoffs))
     if trec_fair:
         track = trec_fair_metrics(run, qrels, s.alignments, temperature=p.exposure_temperature)
         per_query = per_query.join(track, on="query_id", how="left")

@@ -35,7 +35,7 @@ def evaluate(
     """Evaluate `inputs.run` with the metric families `metrics` (default: all registered)."""
     ks = check_cutoffs(cutoffs)
     names = list(METRICS) if metrics is None else list(metrics)
-    families = [(name, get_metric(name)) for name in names]
+    families = [(name, get_metric(name)) for name in names]  # unknown names fail first
     table = query_frame(inputs.run)
     for name, fn in families:
         try:

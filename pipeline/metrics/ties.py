@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import polars as pl
 
+from pipeline.errors import InputError
+
 PositionWeight = Callable[[np.ndarray, np.ndarray], np.ndarray]
 BLOCK = "tie_block"  # first (best) rank of the document's tie block
 
@@ -36,7 +38,7 @@ def tie_averaged(
     """
     clash = set(weights) & {"query_id", "doc_id", "score", "rank", "_n", BLOCK}
     if clash:
-        raise ValueError(f"tie_averaged: weight names {sorted(clash)} clash with run columns")
+        raise InputError(f"tie_averaged: weight names {sorted(clash)} clash with run columns")
     rows = run.select("query_id", "doc_id", "score", "rank").sort("query_id", "rank")
     rows = rows.with_columns(
         pl.len().over("query_id").cast(pl.Int64).alias("_n"),
@@ -71,9 +73,11 @@ def log_discount(rank: np.ndarray) -> np.ndarray:
     return 1.0 / np.log2(rank + 1.0)
 
 
-def fair_discount(rank: np.ndarray) -> np.ndarray:
-    """The TREC Fair 2022 / AWRF discount `1 / log2(max(r, 2))`."""
-    return 1.0 / np.log2(np.maximum(rank, 2).astype(np.float64))
+def fair_discount(rank: np.ndarray, dtype: type[np.floating] = np.float64) -> np.ndarray:
+    """The discount `1 / log2(max(r, 2))` of 1-based ranks, in `dtype`: AWRF, expected
+    exposure and the TREC Fair 2022 track (whose code computes it in float32), the one place
+    it is written."""
+    return np.reciprocal(np.log2(np.maximum(np.asarray(rank), 2).astype(dtype)))
 
 
 def mean_weight(k: int) -> PositionWeight:

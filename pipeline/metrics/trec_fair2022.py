@@ -52,7 +52,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipeline.errors import InputError
 from pipeline.metrics.exposure import plackett_luce, standardise
+from pipeline.metrics.ties import fair_discount
+from pipeline.schemas import UNKNOWN_GROUP
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +84,6 @@ QUALITY_FIELD = "qual_cat"
 CATEGORICAL = ("alpha", "age", "pop", "langs")  # `pd.get_dummies`: no unknown column
 OCEANIA = ("Australia and New Zealand", "Melanesia", "Micronesia", "Polynesia")
 GENDER_LABELS = (UNKNOWN, "female", "male", "NB")
-PROJECT_UNKNOWN = "Unknown"  # pipeline.metrics.exposure.UNKNOWN
 RESOURCES = Path(__file__).resolve().parent.parent / "resources" / "trec_fair2022"
 
 Backgrounds = Mapping[str, Mapping[str, float]]
@@ -94,8 +96,7 @@ Backgrounds = Mapping[str, Mapping[str, float]]
 def discount32(n: int) -> np.ndarray:
     """`1 / log2(max(r, 2))` for ranks 1..n in float32, as the track computes it
     (`wptrec/metrics/common.py`, `discount`)."""
-    ranks = np.maximum(np.arange(1, n + 1, dtype=np.float32), np.float32(2))
-    return np.reciprocal(np.log2(ranks))
+    return fair_discount(np.arange(1, n + 1), np.float32)
 
 
 def track_discount(n: int) -> np.ndarray:
@@ -185,7 +186,7 @@ def track_alignments(alignments: pl.DataFrame) -> pl.DataFrame:
             part = part.with_columns(
                 pl.when(group.is_in(OCEANIA))
                 .then(pl.lit("Oceania"))
-                .when(group.is_in(["UNK", PROJECT_UNKNOWN]))
+                .when(group.is_in(["UNK", UNKNOWN_GROUP]))
                 .then(pl.lit(UNKNOWN))
                 .otherwise(group)
                 .alias("group")
@@ -194,7 +195,7 @@ def track_alignments(alignments: pl.DataFrame) -> pl.DataFrame:
         elif dim == "gender":
             collapsed = group.str.replace_all(r"(?:tran|ci)sgender\s+((?:fe)?male)", "$1")
             part = part.with_columns(
-                pl.when(group.is_in([PROJECT_UNKNOWN, UNKNOWN]))
+                pl.when(group.is_in([UNKNOWN_GROUP, UNKNOWN]))
                 .then(pl.lit(UNKNOWN))
                 .when(collapsed.is_in(["female", "male"]))
                 .then(collapsed)
@@ -205,14 +206,14 @@ def track_alignments(alignments: pl.DataFrame) -> pl.DataFrame:
         elif dim == "occ":
             part = _renormalise(
                 part.with_columns(
-                    pl.when(group == PROJECT_UNKNOWN)
+                    pl.when(group == UNKNOWN_GROUP)
                     .then(pl.lit(UNKNOWN))
                     .otherwise(group)
                     .alias("group")
                 )
             )
         else:  # categorical: one-hot, a missing category is a zero row
-            part = part.filter(group != PROJECT_UNKNOWN).with_columns(weight=pl.lit(1.0))
+            part = part.filter(group != UNKNOWN_GROUP).with_columns(weight=pl.lit(1.0))
         parts.append(part.select("doc_id", "dimension", "group", "weight"))
     if not parts:
         return alignments.head(0)
@@ -222,7 +223,7 @@ def track_alignments(alignments: pl.DataFrame) -> pl.DataFrame:
 def quality_table(alignments: pl.DataFrame) -> pl.DataFrame:
     """`doc_id, quality`: the discretised quality (`qual_cat`, `WORK_ORDER`) of each document,
     read from the alignments' `qual_cat` dimension (add `qual_cat` to
-    `dataset.fair_dimensions`); empty when absent."""
+    `dataset.trec_fair_2022.dimensions`); empty when absent."""
     part = alignments.filter(
         (pl.col("dimension") == QUALITY_FIELD) & pl.col("group").is_in(WORK_ORDER)
     )
@@ -271,9 +272,10 @@ def build_dims(track: pl.DataFrame, backgrounds: Backgrounds | None = None) -> T
     bgs = load_backgrounds() if backgrounds is None else backgrounds
     names = tuple(d for d in DIMENSIONS if d in set(track["dimension"].unique().to_list()))
     if not names:
-        raise ValueError(
+        raise InputError(
             f"trecfair: no track dimension in the alignments (need some of {DIMENSIONS} or the "
-            f"ir_datasets fields {list(FIELD_TO_DIM)}); add them to dataset.fair_dimensions"
+            f"ir_datasets fields {list(FIELD_TO_DIM)}); add them to "
+            "dataset.trec_fair_2022.dimensions"
         )
     first = track.filter(pl.col("dimension") == names[0])
     doc_ids = sorted(first["doc_id"].unique().to_list())
@@ -380,7 +382,7 @@ def task1_ndcg(ranking: Sequence[str], relevant: set[str], target_len: int = TAS
     = the first `min(target_len, |relevant|)` discounts. A run longer than `target_len` is an
     error, as in the track."""
     if len(ranking) > target_len:
-        raise ValueError(f"trecfair Task 1: {len(ranking)} documents > {target_len} in a ranking")
+        raise InputError(f"trecfair Task 1: {len(ranking)} documents > {target_len} in a ranking")
     if not relevant:
         return math.nan
     disc = discount32(target_len)  # the track sums in float32
@@ -430,7 +432,7 @@ def work_target_exposure(levels: Sequence[str]) -> np.ndarray:
     positions 1..n, each level gets the mean discount of its block of positions."""
     bad = sorted({lv for lv in levels if lv not in WORK_ORDER})
     if bad:
-        raise ValueError(f"trecfair: work levels {bad} are not in {WORK_ORDER}")
+        raise InputError(f"trecfair: work levels {bad} are not in {WORK_ORDER}")
     disc = discount32(len(levels))  # means in float32, as the track
     counts = [sum(1 for lv in levels if lv == w) for w in WORK_ORDER]
     ends = np.cumsum(counts)
@@ -580,7 +582,7 @@ def sample_rankings(
             )
         )  # fmt: skip
     if not parts:
-        raise ValueError("trecfair: empty run, no rankings to sample")
+        raise InputError("trecfair: empty run, no rankings to sample")
     return pl.concat(parts)
 
 
@@ -609,7 +611,8 @@ def trec_fair_metrics(
     if missing:
         log.warning(
             "trecfair: dimensions %s absent (the track uses all of %s); computed over %s. Add "
-            "their ir_datasets fields to dataset.fair_dimensions for the track's full metric",
+            "their ir_datasets fields to dataset.trec_fair_2022.dimensions for the track's full "
+            "metric",
             missing, list(DIMENSIONS), list(dims.names),
         )  # fmt: skip
     out = task1_scores(run, qrels, dims)
@@ -617,7 +620,7 @@ def trec_fair_metrics(
     if quality.height == 0:
         log.warning(
             "trecfair: no `%s` dimension in the alignments, so no Task 2 work-needed target; "
-            "add `%s` to dataset.fair_dimensions to compute EE-L/D/R and under-exposure",
+            "add `%s` to dataset.trec_fair_2022.dimensions to compute EE-L/D/R and under-exposure",
             QUALITY_FIELD, QUALITY_FIELD,
         )  # fmt: skip
         return out

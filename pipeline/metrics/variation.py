@@ -25,6 +25,7 @@ import logging
 import polars as pl
 
 from pipeline.bias.complexity import BINS
+from pipeline.metrics.common import Metric
 from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
 
 log = logging.getLogger(__name__)
@@ -81,3 +82,13 @@ def summarise(per_query: pl.DataFrame, measure: str = MEASURE) -> dict[str, floa
     if len(means) > 1:
         out[f"{prefix}.bin_spread"] = max(means) - min(means)
     return out
+
+
+RECORD = Metric(
+    "variation",
+    variation,
+    (),
+    reference="Cheng & Amiri, NAACL 2025 (EqualizeIR)",
+    order=80,
+    summary=summarise,
+)

@@ -19,7 +19,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -27,7 +27,7 @@ import torch
 from torch import Tensor, nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from pipeline.errors import is_disk_full
+from pipeline.errors import InputError, is_disk_full
 from pipeline.io import disk_full
 from pipeline.models.card import card
 from pipeline.models.config import ModelConfig
@@ -35,6 +35,42 @@ from pipeline.models.encoders import encoder_layers
 from pipeline.models.storage import split_frozen
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family (``model.arch``): everything the stages and the model card ask of it.
+
+    ``name``: the ``model.arch`` value, also its module's file name. ``cls``: its
+    :class:`Ranker` subclass; ``auto_class`` (+ ``auto_kwargs``): the transformers class its
+    encoder loads with; ``make(encoder, tokenizer, cfg, seed)``: how to build it (default
+    ``cls(encoder, tokenizer, cfg)``). ``per_text``: it encodes queries and documents one
+    text at a time (the ``features`` stage then precomputes their frozen-bottom states; a
+    cross-encoder encodes pairs). ``library``, ``pipeline_tag``, ``usage``: the model card's
+    Hugging Face library, task tag and how to load a saved model. ``description``: one line
+    with its paper.
+    """
+
+    name: str
+    cls: type[Ranker]
+    auto_class: Any
+    description: str
+    per_text: bool = True
+    auto_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    make: Callable[..., Ranker] | None = None
+    library: str = "transformers"
+    pipeline_tag: str = "feature-extraction"
+    usage: str = "`pipeline.models.registry.load_ranker(path)`."
+
+    def build(
+        self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, cfg: ModelConfig,
+        seed: int,
+    ) -> Ranker:  # fmt: skip
+        """The family's ranker around a loaded encoder."""
+        if self.make is not None:
+            return self.make(encoder, tokenizer, cfg, seed)
+        return self.cls(encoder, tokenizer, cfg)
+
 
 META_FILE = "ranker.json"
 FORMAT_VERSION = 2
@@ -65,7 +101,7 @@ class Ranker(nn.Module):
         n = len(encoder_layers(encoder))
         k = cfg.train_layers
         if k is not None and not 1 <= k <= n:
-            raise ValueError(
+            raise InputError(
                 f"params key 'model.train_layers': {k} is out of range 1..{n} (the encoder has "
                 f"{n} layers after model.n_layers); use null to train every layer"
             )
@@ -106,6 +142,9 @@ class Ranker(nn.Module):
     def save_files(self, out: Path) -> None:
         """Family-specific files beside the encoder (ecosystem formats)."""
 
+    def load_files(self, path: Path) -> None:
+        """Read back what :meth:`save_files` wrote beside the encoder (a saved model)."""
+
     # -- texts and tokens ---------------------------------------------------------------
     def bind(self, queries: Mapping[str, str], docs: Mapping[str, str]) -> None:
         """Give the ranker the texts behind the ids it will score.
@@ -127,12 +166,12 @@ class Ranker(nn.Module):
 
     def query_text(self, qid: str) -> str:
         if qid not in self.queries:
-            raise ValueError(f"query_id {qid!r} has no text in data/queries.parquet")
+            raise InputError(f"query_id {qid!r} has no text in data/queries.parquet")
         return self.queries[qid]
 
     def doc_text(self, did: str) -> str:
         if did not in self.docs:
-            raise ValueError(f"doc_id {did!r} has no text in data/corpus.parquet")
+            raise InputError(f"doc_id {did!r} has no text in data/corpus.parquet")
         return self.docs[did]
 
     def tokens(
@@ -364,5 +403,5 @@ def read_meta(model_dir: str | Path) -> dict[str, Any]:
         )
     meta: dict[str, Any] = json.loads(path.read_text())
     if meta.get("format") != FORMAT_VERSION:
-        raise ValueError(f"{path}: format {meta.get('format')!r}, expected {FORMAT_VERSION}")
+        raise InputError(f"{path}: format {meta.get('format')!r}, expected {FORMAT_VERSION}")
     return meta

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import torch
 from torch import Tensor
+from transformers import AutoModel
 
-from pipeline.models.base import Key, Ranker, Tokens
+from pipeline.models.base import Family, Key, Ranker, Tokens
 
 
 def mean_pool(hidden: Tensor, mask: Tensor) -> Tensor:
@@ -100,3 +101,14 @@ def _index(unique: list[str], ids: Sequence[str]) -> Tensor:
 
 def _write(path: Path, obj: object) -> None:
     path.write_text(json.dumps(obj, indent=2) + "\n")
+
+
+RECORD = Family(
+    "bi_encoder",
+    BiEncoder,
+    AutoModel,
+    "DPR-style bi-encoder (Karpukhin et al., EMNLP 2020), mean pooling as all-MiniLM-L6-v2",
+    library="sentence-transformers",
+    pipeline_tag="sentence-similarity",
+    usage="`sentence_transformers.SentenceTransformer(path)` (cosine similarity).",
+)

@@ -12,28 +12,38 @@ risks and limitations" section written from them, next to the ``bm25`` and ``zer
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-LIBRARY = {"bi_encoder": "sentence-transformers", "cross_encoder": "sentence-transformers",
-           "late_interaction": "transformers"}  # fmt: skip
-PIPELINE_TAG = {"bi_encoder": "sentence-similarity", "cross_encoder": "text-ranking",
-                "late_interaction": "feature-extraction"}  # fmt: skip
+from pipeline import paths
+
+if TYPE_CHECKING:
+    from pipeline.models.base import Family
+
 HEADLINE = ("MRR@10", "nDCG@10", "ARaB-tf-abs@10", "NFaiRR@10", "LIWC@10", "gap-mean", "gap-abs")
 BASE_MODELS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
 
 
+def _family(arch: str) -> Family:
+    """The family record of ``arch`` (its card facts: library, task tag, how to load it)."""
+    from pipeline.models.registry import get_family  # the registry imports this module
+
+    return get_family(arch)
+
+
 def front_matter(arch: str, base: str, method: str | None) -> dict[str, Any]:
+    family = _family(arch)
     return {
         "base_model": BASE_MODELS.get(base, base),
-        "library_name": LIBRARY.get(arch, "transformers"),
-        "pipeline_tag": PIPELINE_TAG.get(arch, "feature-extraction"),
+        "library_name": family.library,
+        "pipeline_tag": family.pipeline_tag,
         "license": "apache-2.0",
         "datasets": ["Grep-BiasIR"],
         "language": ["en"],
@@ -61,7 +71,7 @@ def card(
     lines += [
         f"A `{arch}` ranker fine-tuned from `{base}` by the fair-ranking pipeline"
         + (f" with the bias-mitigation method `{method}`." if method else "."),
-        "Load it with " + _usage(arch), "", "## Configuration", "", "```json",
+        "Load it with " + _family(arch).usage, "", "## Configuration", "", "```json",
         json.dumps(cfg, indent=2), "```", "",
     ]  # fmt: skip
     if training is not None:
@@ -80,14 +90,6 @@ def card(
                   "Not yet measured: export with `python -m pipeline.models.card` after "
                   "`dvc repro` to add the measured numbers.", ""]  # fmt: skip
     return "\n".join(lines)
-
-
-def _usage(arch: str) -> str:
-    if arch == "bi_encoder":
-        return "`sentence_transformers.SentenceTransformer(path)` (cosine similarity)."
-    if arch == "cross_encoder":
-        return "`sentence_transformers.CrossEncoder(path)` (one logit, identity activation)."
-    return "`pipeline.models.registry.load_ranker(path)` (ColBERT MaxSim; see docs)."
 
 
 def _risks(m: Mapping[str, Any], n_queries: object = None) -> list[str]:
@@ -126,14 +128,21 @@ class Training:
 
 
 def training_of(method: str, fold: int, root: Path = Path(".")) -> Training:
-    """:class:`Training` of ``models/<method>/fold-<fold>`` from ``params.yaml`` and
-    ``data/queries.parquet`` (query counts left out when the data are not there)."""
-    params = yaml.safe_load((root / "params.yaml").read_text())
-    entry = params["methods"][method]
-    ordering = (params.get("orderings") or {}).get(entry.get("ordering"), {}) or {}
-    folds = int(params["dataset"].get("folds", 1))
+    """:class:`Training` of ``models/<method>/fold-<fold>`` from ``params.yaml`` (loaded into
+    its typed configs) and ``data/queries.parquet`` (query counts left out when the data are
+    not there)."""
+    from pipeline.data import get_source  # params imports the model families' config
+    from pipeline.params import load_params
+
+    params = load_params(root / "params.yaml")
+    entry = params.methods[method]
+    ordering = params.orderings.get(entry.ordering)
+    source = params.dataset.source
+    dataset = {"name": params.dataset.name, "section": get_source(params.dataset.name).section,
+               **dataclasses.asdict(source)}  # fmt: skip
+    folds = params.dataset.folds
     n_train = n_test = None
-    queries = root / "data" / "queries.parquet"
+    queries = root / paths.DATA / "queries.parquet"
     if queries.is_file():
         import polars as pl
 
@@ -144,9 +153,13 @@ def training_of(method: str, fold: int, root: Path = Path(".")) -> Training:
         else:
             n_test = q.filter(pl.col("split") == "test").height
             n_train = q.height - n_test
-    train = {k: params["train"].get(k) for k in ("seed", "seeds", "epochs", "lr", "batch_size",
-                                                 "group_size", "max_steps")}  # fmt: skip
-    return Training(entry, ordering, params["dataset"], train, fold, folds, n_train, n_test)
+    train = {k: getattr(params.train, k) for k in ("seed", "seeds", "epochs", "lr", "batch_size",
+                                                   "group_size", "max_steps")}  # fmt: skip
+    return Training(
+        entry.settings(),
+        dataclasses.asdict(ordering) if ordering is not None else {},
+        dataset, train, fold, folds, n_train, n_test,
+    )  # fmt: skip
 
 
 def _training_lines(t: Training) -> list[str]:
@@ -163,8 +176,9 @@ def _training_lines(t: Training) -> list[str]:
             f"- Ordering: `{_inline(order)}`",
             f"- Loss: `{_inline(loss)}`",
             f"- Training: `{_inline(t.train)}`",
-            f"- Data: `{t.dataset.get('name')}` (`dataset.max_queries: "
-            f"{t.dataset.get('max_queries')}`), {split}: this model {counts}.", ""]  # fmt: skip
+            f"- Data: `{t.dataset.get('name')}` (`dataset.{t.dataset.get('section')}."
+            f"max_queries: {t.dataset.get('max_queries')}`), {split}: this model {counts}.",
+            ""]  # fmt: skip
 
 
 def _inline(d: Mapping[str, Any]) -> str:
@@ -183,13 +197,13 @@ def _coverage(t: Training | None, n: object) -> str:
 
 def export(method: str, fold: int, out: Path, root: Path = Path(".")) -> Path:
     """Copy ``models/<method>/fold-<fold>`` to ``out`` with a card that has the metrics."""
-    src = root / "models" / method / f"fold-{fold}"
+    src = root / paths.model(method, "", fold)
     if not src.is_dir():
         raise FileNotFoundError(f"{src}: no trained model; run `dvc repro train@{method}`")
     # copyfile: DVC's cache links are read-only, the export must not be
     shutil.copytree(src, out, dirs_exist_ok=True, copy_function=shutil.copyfile)
     meta = json.loads((src / "ranker.json").read_text())
-    files = {r: root / "metrics" / f"{r}.json" for r in (method, "bm25", "zero-shot")}
+    files = {r: root / paths.metrics(r) for r in (method, "bm25", "zero-shot")}
     metrics = {r: json.loads(f.read_text()) for r, f in files.items() if f.is_file()}
     readme = out / "README.md"
     readme.unlink(missing_ok=True)  # a read-only copy of a file DVC linked from its cache

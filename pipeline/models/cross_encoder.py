@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from torch import Tensor
+from transformers import AutoModelForSequenceClassification
 
-from pipeline.models.base import Key, Ranker, Tokens
+from pipeline.errors import InputError
+from pipeline.models.base import Family, Key, Ranker, Tokens
 
 
 class CrossEncoder(Ranker):
@@ -31,7 +33,7 @@ class CrossEncoder(Ranker):
                  truncation=True, max_length=self.cfg.max_len)["input_ids"]  # fmt: skip
         cls_id, sep_id = tok.cls_token_id, tok.sep_token_id
         if cls_id is None or sep_id is None:
-            raise ValueError(f"tokenizer {type(tok).__name__} has no [CLS]/[SEP] token")
+            raise InputError(f"tokenizer {type(tok).__name__} has no [CLS]/[SEP] token")
         out: list[Tokens] = []
         for q, d in zip(qs, ds, strict=True):
             d = d[: max(self.cfg.max_len - len(q) - 3, 1)]
@@ -64,3 +66,16 @@ class CrossEncoder(Ranker):
         config = json.loads((out / "config.json").read_text())
         config["sentence_transformers"] = {"activation_fn": "torch.nn.modules.linear.Identity"}
         (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+
+
+RECORD = Family(
+    "cross_encoder",
+    CrossEncoder,
+    AutoModelForSequenceClassification,
+    "monoBERT-style cross-encoder (Nogueira & Cho 2019; OpenMatch recipe, SPEC §5.2)",
+    per_text=False,
+    auto_kwargs={"num_labels": 1},
+    library="sentence-transformers",
+    pipeline_tag="text-ranking",
+    usage="`sentence_transformers.CrossEncoder(path)` (one logit, identity activation).",
+)

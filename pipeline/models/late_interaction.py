@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase
 
-from pipeline.models.base import Key, ModelConfig, Ranker, Tokens
+from pipeline.models.base import Family, Key, ModelConfig, Ranker, Tokens
 from pipeline.models.bi_encoder import _index
 
 PROJECTION_FILE = "colbert_linear.safetensors"
@@ -102,6 +102,9 @@ class LateInteraction(Ranker):
     def save_files(self, out: Path) -> None:
         save_file(self.extra_state(), str(out / PROJECTION_FILE))
 
+    def load_files(self, path: Path) -> None:
+        self.projection.weight.data.copy_(load_file(str(path / PROJECTION_FILE))["weight"])
+
 
 def maxsim(q: Tensor, mq: Tensor, d: Tensor, md: Tensor) -> Tensor:
     """``Σ_i max_j q_i·d_j`` over real query tokens i and real document tokens j, ``[n]``."""
@@ -109,3 +112,13 @@ def maxsim(q: Tensor, mq: Tensor, d: Tensor, md: Tensor) -> Tensor:
     sim = sim.masked_fill(md.unsqueeze(1) == 0, float("-inf"))
     best = sim.max(-1).values.masked_fill(mq == 0, 0.0)
     return best.sum(-1)
+
+
+RECORD = Family(
+    "late_interaction",
+    LateInteraction,
+    AutoModel,
+    "ColBERT late interaction (Khattab & Zaharia, SIGIR 2020): MaxSim over token embeddings",
+    make=LateInteraction,
+    usage="`pipeline.models.registry.load_ranker(path)` (ColBERT MaxSim; see docs).",
+)

@@ -28,6 +28,8 @@ from pathlib import Path
 from safetensors import safe_open
 from safetensors.torch import save_file
 
+from pipeline.errors import InputError
+
 logger = logging.getLogger(__name__)
 
 SINGLE = "model.safetensors"
@@ -52,7 +54,7 @@ def split_frozen(model_dir: str | Path, trained: Collection[str]) -> None:
         tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open has no iter)
     missing = sorted(set(trained) - tensors.keys())
     if missing:
-        raise ValueError(f"{path}: trained tensors {missing[:3]} are not in the saved weights")
+        raise InputError(f"{path}: trained tensors {missing[:3]} are not in the saved weights")
     shards = {
         FROZEN_SHARD: {k: v for k, v in tensors.items() if k not in trained},
         TRAINED_SHARD: {k: v for k, v in tensors.items() if k in trained},

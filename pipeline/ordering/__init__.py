@@ -13,10 +13,7 @@ An ordering takes the triples, the per-document scores, its config and the metho
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
-from pipeline.config import lookup
+from pipeline.config import collect, lookup
 from pipeline.ordering._apply import apply_ordering, as_trained, draw_negatives, psi_profile
 from pipeline.ordering._curriculum import bucket_probabilities
 from pipeline.ordering.common import DIRECTIONS, Inputs, NoConfig, Ordering
@@ -26,18 +23,11 @@ HELPERS = frozenset({"common"})
 
 
 def _collect() -> dict[str, Ordering]:
-    records: dict[str, Ordering] = {}
-    for module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
-        if module.startswith("_") or module in HELPERS:
-            continue
-        record = getattr(importlib.import_module(f"{__name__}.{module}"), "RECORD", None)
-        if not isinstance(record, Ordering) or record.name != module:
-            raise TypeError(
-                f"pipeline/ordering/{module}.py must define RECORD = Ordering({module!r}, …) "
-                "(every public module there is an ordering; prefix helper modules with '_')"
-            )
-        records[module] = record
-    return records
+    records = collect(__name__, __path__, HELPERS, Ordering, "ordering")
+    for module, record in records:
+        if record.name != module:
+            raise TypeError(f"pipeline/ordering/{module}.py: RECORD must be named {module!r}")
+    return {r.name: r for _, r in records}
 
 
 ORDERINGS: dict[str, Ordering] = _collect()

@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.errors import InputError
 from pipeline.ordering.common import Inputs, Ordering, Seed, rng
 
 logger = logging.getLogger(__name__)
@@ -80,7 +81,7 @@ def apply_ordering(
         drawn = draw_negatives(triples, seed)
         return record.fn(drawn, doc_scores, cfg, Inputs(psi, seed, direction, tables))
     if triples[FOLD].null_count():
-        raise ValueError(
+        raise InputError(
             f"triples: {triples[FOLD].null_count()} rows have no fold; every triple must name "
             "the fold whose model trains on it (rerun the extract stage)"
         )

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from pipeline.errors import InputError
 from pipeline.ordering.common import Seed, numbered, rng, with_positive_psi
 
 logger = logging.getLogger(__name__)
@@ -147,7 +148,7 @@ def bucket_probabilities(
     """
     values = np.asarray(psi, dtype=np.float64)
     if len(values) == 0:
-        raise ValueError("bucket_probabilities needs at least one Ψ value; got none")
+        raise InputError("bucket_probabilities needs at least one Ψ value; got none")
     bucket = assign_buckets(values, n_buckets, np.zeros(len(values)))
     centre = mu if mu is not None else default_mu(values, direction)
     frames = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -9,19 +10,18 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
+from pipeline.config import Checked, NoConfig
+from pipeline.errors import InputError
 from pipeline.schemas import PSI_SOURCE
 
-DIRECTIONS = ("low_to_high", "high_to_low")
+Direction = Literal["low_to_high", "high_to_low"]
+"""The per-method ``direction`` of an ordering that takes one (``method_keys``)."""
+DIRECTIONS: tuple[str, ...] = typing.get_args(Direction)
 PsiColumn = Literal["bool_abs", "tf_abs", "tc_abs"]
 """A Ψ column of ``doc_scores`` by its params name (the keys of ``schemas.PSI_SOURCE``)."""
 
 Seed = int | tuple[int, ...]
 """An RNG seed: ``train.seed`` (or an ordering's own ``seed``), or ``(seed, fold)`` per fold."""
-
-
-@dataclass(frozen=True)
-class NoConfig:
-    """The ``orderings.<name>`` section of an ordering without parameters: ``{}``."""
 
 
 @dataclass(frozen=True)
@@ -42,14 +42,14 @@ class Inputs:
     def table(self, name: str, columns: Sequence[str], ordering: str) -> pl.DataFrame:
         """The input table ``name``; a clear error if it is absent or lacks ``columns``."""
         if name not in self.tables:
-            raise ValueError(
+            raise InputError(
                 f"ordering {ordering!r} needs the {name!r} table (columns {list(columns)}); "
                 f"list it in the record's `needs` so the order stage reads it"
             )
         frame = self.tables[name]
         missing = sorted(set(columns) - set(frame.columns))
         if missing:
-            raise ValueError(f"table {name!r} lacks columns {missing}; has {frame.columns}")
+            raise InputError(f"table {name!r} lacks columns {missing}; has {frame.columns}")
         return frame
 
     def rng_seed(self, own: int | None = None) -> Seed:
@@ -117,13 +117,13 @@ def seeded_shuffle(frame: pl.DataFrame, seed: Seed) -> pl.DataFrame:
 
 
 @dataclass(frozen=True)
-class ShuffleConfig:
+class ShuffleConfig(Checked):
     """``orderings.<name>`` of an ordering whose result is shuffled (``shuffle``, the
     filters, ``lws``): ``by_query`` shuffles queries and keeps each query's triples together
     (in a random order), so a training batch holds one query's counterfactual versions and
     shares their texts; ``false`` shuffles the triples themselves."""
 
-    by_query: bool = False
+    by_query: bool = True
 
 
 def shuffled(frame: pl.DataFrame, seed: Seed, by_query: bool) -> pl.DataFrame:
@@ -159,7 +159,7 @@ def filtered_by_psi(
     scored = with_positive_psi(triples, doc_scores, inp.psi)
     kept = scored.filter(keep)
     if kept.height == 0:
-        raise ValueError(
+        raise InputError(
             f"ordering {name!r} keeps none of the {triples.height} triples (psi={inp.psi!r}, "
             f"{PSI_SOURCE[inp.psi]}); choose another psi column or ordering"
         )

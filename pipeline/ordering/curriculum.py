@@ -7,13 +7,13 @@ from typing import Annotated, Literal
 
 import polars as pl
 
-from pipeline.config import Range
+from pipeline.config import Checked, Range
 from pipeline.ordering._curriculum import curriculum_order
 from pipeline.ordering.common import Inputs, Ordering, PsiColumn
 
 
 @dataclass(frozen=True)
-class CurriculumConfig:
+class CurriculumConfig(Checked):
     """``orderings.curriculum``: shared by every method with ``ordering: curriculum``.
 
     ``psi``: the Ψ column the curriculum sorts by (|psi_tf| in the paper), independent of the
@@ -29,7 +29,7 @@ class CurriculumConfig:
     n_buckets: Annotated[int, Range(ge=1)] | Literal["all"] = 10
     mu: float | None = None
     sigma: Annotated[float, Range(gt=0)] = 1.0
-    seed: int | None = None
+    seed: int | None = 42
     mu_units: Literal["value", "rank"] = "value"
 
     def buckets(self) -> int | None:

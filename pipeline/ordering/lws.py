@@ -9,7 +9,8 @@ from typing import Annotated
 import numpy as np
 import polars as pl
 
-from pipeline.config import Range
+from pipeline.config import Checked, Range
+from pipeline.errors import InputError
 from pipeline.ordering.common import Inputs, Ordering, rng, shuffled, with_positive_psi
 from pipeline.schemas import PSI_SOURCE
 
@@ -102,7 +103,7 @@ def replace_negatives(
 
 
 @dataclass(frozen=True)
-class LwsConfig:
+class LwsConfig(Checked):
     """``orderings.lws``: ``rate`` = share of triples whose negative is replaced; ``top`` =
     draw among the query's ``top`` most biased non-relevant BM25 candidates; ``by_query``:
     shuffled as ``orderings.shuffle.by_query`` does (set both alike, so that ``lws`` differs
@@ -110,7 +111,7 @@ class LwsConfig:
 
     rate: Annotated[float, Range(ge=0, le=1)] = 0.6
     top: Annotated[int, Range(ge=1)] = 5
-    by_query: bool = False
+    by_query: bool = True
 
 
 def lws(
@@ -130,7 +131,7 @@ def lws(
     """
     candidates = inp.table("train_candidates", ("query_id", "doc_id", "rank"), NAME)
     if candidates.height == 0:
-        raise ValueError(
+        raise InputError(
             "ordering 'lws' draws biased negatives from the training queries' BM25 candidates, "
             "but data/train_candidates.parquet is empty (params key candidates.train_top_k is "
             "0); set it to a positive number (e.g. 100) or null (= candidates.top_k)"

@@ -48,6 +48,7 @@ from typing import Any
 import yaml
 
 from pipeline import io
+from pipeline.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ PLACEHOLDER = re.compile(r"<[\w …-]+>")
 ELLIPSIS = "..."
 
 
-class DocError(ValueError):
+class DocError(InputError):
     """A docs block is unmarked, mismarked or out of date."""
 
 

@@ -18,11 +18,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from pipeline import io
+from pipeline.metrics import measure_of
 
-# Fairness direction of each metric family; effectiveness metrics only get an arrow.
-_FAIRER_UP = ("NFaiRR", "AWRF", "nDCGxAWRF")
-_FAIRER_DOWN = ("LIWC", "gap-abs")
-_BETTER_UP = ("MRR", "nDCG")
 _PARAM_NAMES = {
     "lambda": "λ",
     "lambda_pos": "λ⁺",
@@ -39,20 +36,10 @@ LINESTYLES = ("-", "--", ":", "-.")
 
 
 def axis_label(metric: str) -> str:
-    """`metric` with its direction: `MRR@10 ↑`, `NFaiRR@10 ↑ fairer`, `|ARaB-tf|@10 ↓ fairer`."""
-    base, _, k = metric.partition("@")
-    at = f"@{k}" if k else ""
-    if base.startswith("ARaB") and base.endswith("-abs"):
-        return f"|{base.removesuffix('-abs')}|{at} ↓ fairer"
-    if base.startswith("ARaB") or base == "gap-mean":
-        return f"{metric} →0 fairer"
-    if base in _FAIRER_UP:
-        return f"{metric} ↑ fairer"
-    if base in _FAIRER_DOWN:
-        return f"{metric} ↓ fairer"
-    if base in _BETTER_UP:
-        return f"{metric} ↑"
-    return metric
+    """`metric` with its direction, from its record (pipeline/metrics): `MRR@10 ↑`,
+    `NFaiRR@10 ↑ fairer`, `|ARaB-tf|@10 ↓ fairer`; a key of no record stays as it is."""
+    measure = measure_of(metric)
+    return metric if measure is None else measure.axis_label(metric)
 
 
 def param_label(param: str) -> str:

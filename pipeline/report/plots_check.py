@@ -22,6 +22,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from pipeline.errors import SetupError
+
 log = logging.getLogger(__name__)
 
 MIN_PIXELS = 20  # coloured pixels that make a chart "drawn" (a line or a few points)
@@ -84,7 +86,7 @@ def _run_chromium(browser: str, args: Sequence[str], profile: Path) -> str:
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     if proc.returncode != 0:
-        raise RuntimeError(f"chromium failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        raise SetupError(f"chromium failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return proc.stdout
 
 
@@ -109,7 +111,7 @@ def charts(page: Path, browser: str, screenshot: Path | None = None) -> list[dic
             )  # fmt: skip
     m = re.search(r'<pre id="plots-check">(.*?)</pre>', dom, re.DOTALL)
     if not m:
-        raise RuntimeError(f"{page}: the page did not finish (no probe output)")
+        raise SetupError(f"{page}: the page did not finish (no probe output)")
     result: list[dict] = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&"))
     return result
 

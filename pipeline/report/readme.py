@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 
 from pipeline import io
+from pipeline.errors import InputError
 
 log = logging.getLogger(__name__)
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -32,7 +33,7 @@ def embed(readme: str, summary: str) -> str:
     """`readme` with the text between the markers replaced by `summary` (its title demoted,
     the sections of ``LEFT_OUT`` left out)."""
     if START not in readme or END not in readme:
-        raise ValueError(f"README has no {START} … {END} markers to replace")
+        raise InputError(f"README has no {START} … {END} markers to replace")
     head, rest = readme.split(START, 1)
     _, tail = rest.split(END, 1)
     body = sections(summary).replace("# Summary\n", "", 1).replace("\n## ", "\n### ").strip()

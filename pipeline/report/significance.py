@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from pipeline.errors import InputError
 from pipeline.metrics.variation import COMPLEXITY
 from pipeline.stats import (
     SeedQueryTest,
@@ -116,7 +117,7 @@ def as_seeds(frames: PerQuery) -> dict[int, pl.DataFrame]:
     if isinstance(frames, pl.DataFrame):
         return {0: frames}
     if not frames:
-        raise ValueError("a method has an empty mapping of seeds; expected at least one frame")
+        raise InputError("a method has an empty mapping of seeds; expected at least one frame")
     return dict(frames)
 
 
@@ -210,7 +211,7 @@ def compare(
     those methods form the family that `correction` adjusts over, per metric.
     """
     if baseline not in per_query:
-        raise ValueError(f"baseline {baseline!r} has no per-query metrics; got {list(per_query)}")
+        raise InputError(f"baseline {baseline!r} has no per-query metrics; got {list(per_query)}")
     if metrics is None:
         metrics = metric_columns(next(iter(as_seeds(per_query[baseline]).values())))
     compared = [m for m in per_query if m != baseline and m not in reference]

@@ -31,6 +31,7 @@ import polars as pl
 import yaml
 
 from pipeline import io
+from pipeline.errors import InputError
 from pipeline.report.plots import save_png, sweep_figure
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ def experiments(doc: Sequence[Mapping[str, Any]], workspace: bool = False) -> li
     """The finished experiments and commits of a `dvc exp show --json` document, deduplicated
     by rev (skipped: queued/running/failed ones, errors, the workspace unless `workspace`)."""
     if not isinstance(doc, Sequence) or isinstance(doc, str | bytes):
-        raise ValueError("expected the JSON list that `dvc exp show --json` prints")
+        raise InputError("expected the JSON list that `dvc exp show --json` prints")
     states: list[Mapping[str, Any]] = []
     for commit in doc:
         if commit.get("rev") != "workspace" or workspace:
@@ -255,6 +256,6 @@ def parse_where(items: Sequence[str]) -> dict[str, Any]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep:
-            raise ValueError(f"--where {item!r}: expected key=value, e.g. {DEFAULT_PARAMS[2]}=10")
+            raise InputError(f"--where {item!r}: expected key=value, e.g. {DEFAULT_PARAMS[2]}=10")
         out[key] = yaml.safe_load(value)
     return out

@@ -6,18 +6,42 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
-# Column families in the order the papers print them; `{k}` is the cut-off.
-AT_K = (
-    "MRR@{k}", "nDCG@{k}", "ARaB-tc@{k}", "ARaB-tf@{k}", "ARaB-bool@{k}",
-    "NFaiRR@{k}", "LIWC@{k}", "AWRF@{k}",
-)  # fmt: skip
-OVERALL = ("gap-mean", "gap-abs", "gap-male-wins", "gap-neutral-first")
-DIRECTION = {
-    "MRR": "↑", "nDCG": "↑", "NFaiRR": "↑", "AWRF": "↑",
-    "ARaB-tc": "→0", "ARaB-tf": "→0", "ARaB-bool": "→0", "LIWC": "↓",
-    "gap-mean": "→0", "gap-abs": "↓", "gap-male-wins": "→0.5", "gap-neutral-first": "",
-    "ARaB-tc-abs": "↓", "ARaB-tf-abs": "↓", "ARaB-bool-abs": "↓", "nDCGxAWRF": "↑",
-}  # fmt: skip
+from pipeline.metrics import MEASURES
+
+
+def _keys(role: str, per_cutoff: bool) -> tuple[str, ...]:
+    """Keys of the measures shown in the report's ``role`` tables (records' order)."""
+    return tuple(m.key for m in MEASURES if m.table == role and m.per_cutoff == per_cutoff)
+
+
+def _changes(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The % change table's columns: a signed measure's magnitude in its place (a % change of
+    a signed value that may cross zero says nothing about fairness); a signed measure
+    without one is left out."""
+    out: list[str] = []
+    for key in keys:
+        m = next(m for m in MEASURES if m.key == key)
+        shown = (m.magnitude if m.signed else key) or ""
+        if shown and shown not in out:
+            out.append(shown)
+    return tuple(out)
+
+
+# Paper-style tables from `pipeline.report.significance.compare` (one row per method, metric),
+# read from the metric records (pipeline/metrics): `{k}` is the cut-off.
+# (a) absolute values, as the curriculum paper's Tables 1-2: core columns, then extras.
+ABS_AT_K = _keys("core", True) + _keys("extra", True)
+# (b) % change vs the baseline, as the regularisation paper's Tables 1-4.
+CHANGE_AT_K = _changes(ABS_AT_K)
+OVERALL = _keys("overall", False)
+CHANGE_OVERALL = _changes(OVERALL)
+DIRECTION = {m.base: m.direction for m in MEASURES}
+# Signed columns (direction →0 / →0.5): a significant difference from the baseline may be a
+# sign flip (e.g. −0.16 → +0.11), not a fairer ranking, so they carry no † (issue 14 item 7);
+# their magnitudes (`-abs`, gap-abs) carry it.
+SIGNED = frozenset(m.base for m in MEASURES if m.signed)
+MARK = "†"
+CORRECTION_NAMES = {"bonferroni": "Bonferroni", "holm": "Holm-Bonferroni"}
 
 
 def summary_frame(metrics: Mapping[str, Mapping[str, object]]) -> pl.DataFrame:
@@ -60,52 +84,6 @@ def markdown_table(df: pl.DataFrame, columns: Sequence[str], digits: int = 4) ->
     return "\n".join(lines)
 
 
-def summary_markdown(
-    df: pl.DataFrame, cutoffs: Sequence[int], info: Mapping[str, str] | None = None
-) -> str:
-    """The human-readable summary: one table per cut-off, then the counterfactual gap."""
-    parts = ["# Summary", ""]
-    if info:
-        parts += [", ".join(f"{k}: `{v}`" for k, v in info.items()), ""]
-    parts += [
-        "Arrows: ↑ higher is better, ↓ lower is better, →0 closer to zero is fairer "
-        "(ARaB signed: positive = male-leaning). Row `bm25` is the first-stage ranking that "
-        "every method reranks; row `zero-shot` is the untrained checkpoint reranking it.",
-        "",
-    ]
-    for k in cutoffs:
-        parts += [f"## Cut-off {k}", "", markdown_table(df, [c.format(k=k) for c in AT_K]), ""]
-    if any(c in df.columns for c in OVERALL):
-        parts += [
-            "## Counterfactual gender gap (rank of female − rank of male relevant version)",
-            "",
-            markdown_table(df, OVERALL, digits=3),
-            "",
-        ]
-    return "\n".join(parts)
-
-
-# Paper-style tables from `pipeline.report.significance.compare` (one row per method, metric).
-# (a) absolute values, as the curriculum paper's Tables 1-2: core columns, then extras.
-ABS_AT_K = (
-    "MRR@{k}", "ARaB-tc@{k}", "ARaB-tf@{k}", "ARaB-bool@{k}", "NFaiRR@{k}", "LIWC@{k}",
-    "nDCG@{k}", "AWRF@{k}",
-)  # fmt: skip
-# (b) % change vs the baseline, as the regularisation paper's Tables 1-4. ARaB as a magnitude:
-# a % change of a signed value that may cross zero says nothing about fairness.
-CHANGE_AT_K = (
-    "MRR@{k}", "ARaB-tc-abs@{k}", "ARaB-tf-abs@{k}", "ARaB-bool-abs@{k}", "NFaiRR@{k}",
-    "LIWC@{k}", "nDCG@{k}", "AWRF@{k}",
-)  # fmt: skip
-CHANGE_OVERALL = ("gap-abs",)
-MARK = "†"
-# Signed columns (direction →0 / →0.5): a significant difference from the baseline may be a
-# sign flip (e.g. −0.16 → +0.11), not a fairer ranking, so they carry no † (issue 14 item 7);
-# their magnitudes (`-abs`, gap-abs) carry it.
-SIGNED = frozenset(
-    {"ARaB-tc", "ARaB-tf", "ARaB-bool", "gap-mean", "gap-male-wins", "gap-neutral-first"}
-)
-CORRECTION_NAMES = {"bonferroni": "Bonferroni", "holm": "Holm-Bonferroni"}
 SATURATED = {
     "grep-biasir": {
         "AWRF": "every Grep-BiasIR document comes in F, M and N versions, so any ranking "

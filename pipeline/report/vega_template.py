@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline import io
+from pipeline.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ def render(builds: Sequence[tuple[str, str]]) -> str:
     for name, text in builds:
         bad = [p for p in (*_PLACEHOLDERS, "</script") if p in text]
         if bad:
-            raise ValueError(f"{name}: the build contains {bad}; it cannot be inlined")
+            raise InputError(f"{name}: the build contains {bad}; it cannot be inlined")
         blocks.append(f'<script data-package="{name}">\n{text.strip()}\n</script>')
     return _PAGE.replace("{inlined}", "\n".join(blocks))
 

@@ -8,12 +8,16 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
-import bm25s
 import numpy as np
 import polars as pl
 
+from pipeline.errors import InputError
 from pipeline.progress import progress
+
+if TYPE_CHECKING:  # imported where used: a module reading the data sources stays light
+    import bm25s
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +25,8 @@ log = logging.getLogger(__name__)
 def _tokenize(texts: list[str]) -> list[list[str]]:
     # English stop words ship inside bm25s (no download); no stemmer, as in Anserini's
     # default analyser the papers' BM25 runs differ anyway (documented in the README).
+    import bm25s
+
     out = bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
     assert isinstance(out, list)
     return out
@@ -148,7 +154,7 @@ class SparseScorer:
         """``(document indices, float32 scores)`` of the ``k`` best positive scores of one
         tokenised query (unknown tokens are dropped; a repeated term counts twice)."""
         if k < 1:
-            raise ValueError(f"BM25 top-k: k must be at least 1; got {k}")
+            raise InputError(f"BM25 top-k: k must be at least 1; got {k}")
         terms = np.asarray(self.retriever.get_tokens_ids(tokens) if tokens else [], np.int64)
         return _kernel()(self.data, self.indices, self.indptr, terms, k, *self._buffers())
 
@@ -176,7 +182,9 @@ def bm25_topk(
     rows and logged; the caller decides whether that is an error.
     """
     if corpus.height == 0:
-        raise ValueError("BM25: the corpus is empty; check the extract stage's corpus.parquet")
+        raise InputError("BM25: the corpus is empty; check the extract stage's corpus.parquet")
+    import bm25s
+
     k = min(k, corpus.height)
     retriever = bm25s.BM25(k1=k1, b=b)
     retriever.index(_tokenize(corpus["text"].fill_null("").to_list()), show_progress=False)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 import polars as pl
 
+from pipeline.errors import InputError
 from pipeline.params import CandidatesParams
 from pipeline.retrieval.bm25 import bm25_topk
 
@@ -36,9 +37,9 @@ def fold_candidates(
             pl.col("fold").eq_missing(fold) if test else ~pl.col("fold").eq_missing(fold)
         )
     if queries.height == 0 or corpus.height == 0:
-        raise ValueError(
+        raise InputError(
             f"fold {fold} has no {'test' if test else 'training'} queries or documents; "
-            "adjust dataset.folds / dataset.test_fraction"
+            "adjust dataset.grep_biasir.folds / test_fraction"
         )
     cands = bm25_topk(corpus, queries, k=p.top_k if k is None else k, k1=p.k1, b=p.b)
     if test:

@@ -73,6 +73,15 @@ def protected_labels(zeta: Tensor) -> Tensor:
     return (zeta < 1.0).long()
 
 
+def adversary_ce(cls: Tensor, zeta: Tensor, head: AdversaryHead, reverse: bool = True) -> Tensor:
+    """``CE(head(GRL(cls)), label(ζ))`` over the documents' vectors ``cls`` ``[n, h]``."""
+    if reverse:
+        cls = grad_reverse(cls)
+    labels = protected_labels(zeta.to(cls.device))
+    logits = head(cls)
+    return nn.functional.cross_entropy(logits, labels)
+
+
 def adversarial_loss(
     cls_pos: Tensor,
     cls_neg: Tensor,
@@ -88,11 +97,7 @@ def adversarial_loss(
     Add the result to the ranking loss; the head's parameters must be in the optimiser.
     """
     cls = torch.cat([cls_pos, cls_neg])
-    if reverse:
-        cls = grad_reverse(cls)
-    labels = protected_labels(torch.cat([zeta_pos, zeta_neg]).to(cls.device))
-    logits = head(cls)
-    return weight * nn.functional.cross_entropy(logits, labels)
+    return weight * adversary_ce(cls, torch.cat([zeta_pos, zeta_neg]), head, reverse)
 
 
 def adversary_accuracy(cls: Tensor, zeta: Tensor, head: AdversaryHead) -> float:
@@ -103,8 +108,9 @@ def adversary_accuracy(cls: Tensor, zeta: Tensor, head: AdversaryHead) -> float:
 
 
 class AdversaryTerm(LossTerm):
-    """AdvBERT's loss term: ``weight × CE(head(GRL(r_d)), 1[ζ(d) < 1])`` over the
-    representation ``r_d`` of every document of the batch (:func:`adversarial_loss`).
+    """AdvBERT's loss term: ``CE(head(GRL(r_d)), 1[ζ(d) < 1])`` over the representation
+    ``r_d`` of every document of the batch (:func:`adversary_ce`); the trainer scales it by
+    the method's ``adv_weight`` (the ``adversary`` record of ``pipeline.train.losses``).
 
     A trainable term: the trainer puts its head in the optimiser, the gradient clipping and
     the checkpoints beside the ranker, and drops it after training (the ranker alone is
@@ -113,23 +119,18 @@ class AdversaryTerm(LossTerm):
 
     needs: tuple[str, ...] = ("zeta",)
 
-    def __init__(self, repr_dim: int, weight: float, seed: int = 0) -> None:
+    def __init__(self, repr_dim: int, seed: int = 0) -> None:
         super().__init__()
         self.head = AdversaryHead(repr_dim, seed=seed)
-        self.weight = float(weight)
-
-    def extra_repr(self) -> str:
-        return f"weight={self.weight}"
 
     def forward(self, reprs: Tensor, docs: dict[str, Tensor]) -> Tensor:
         """The term's value from document representations ``[n, d]`` and their ``docs``
         tensors (``zeta`` ``[n]``)."""
         zeta = docs["zeta"]
-        none = reprs.new_zeros((0, reprs.shape[-1]))
         # issue 21: does the adversary learn, and does the ranker hide the label from it?
         # Logged (DVCLive, pipeline.train.live.record): the head's accuracy on the batch's
         # documents before this step's update, and the majority label's share (chance level).
         share = float(protected_labels(zeta).float().mean())
         record("adv_acc", adversary_accuracy(reprs.detach().float(), zeta, self.head))
         record("adv_majority", max(share, 1.0 - share))
-        return adversarial_loss(reprs.float(), none, zeta, zeta[:0], self.head, self.weight)
+        return adversary_ce(reprs.float(), zeta, self.head)

@@ -37,7 +37,8 @@ from torch import nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 
-from pipeline.errors import is_disk_full
+from pipeline import paths
+from pipeline.errors import InputError, is_disk_full
 from pipeline.io import disk_full
 from pipeline.schemas import TRIPLE_COLUMNS
 from pipeline.train.distributed import Rank, gather, used_texts
@@ -45,13 +46,13 @@ from pipeline.train.distributed import Rank, gather, used_texts
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_FILE = "checkpoint.pt"
-CHECKPOINT_ROOT = Path("checkpoints")
+CHECKPOINT_ROOT = paths.CHECKPOINTS
 """Where the train stage keeps checkpoints: ``<root>/<method>/[seed-<n>/]fold-<k>/``."""
 FORMAT_VERSION = 1
 _TMP_GLOB = f".{CHECKPOINT_FILE}.*.tmp"
 
 
-class CheckpointError(ValueError):
+class CheckpointError(InputError):
     """A checkpoint file exists but cannot be used."""
 
 
@@ -68,7 +69,7 @@ class TrainState:
 def check_checkpoint_args(directory: str | Path | None, every: int | None) -> None:
     """``every`` must be an integer >= 1 and needs a ``directory``."""
     if every is not None and (directory is None or isinstance(every, bool) or every < 1):
-        raise ValueError(
+        raise InputError(
             "checkpoint_every must be an integer >= 1 and needs a checkpoint_dir; got "
             f"checkpoint_every={every!r}, checkpoint_dir={directory!r}"
         )

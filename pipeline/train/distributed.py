@@ -39,6 +39,7 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from pipeline.errors import InputError, SetupError
 from pipeline.models.encoders import resolve_device
 
 logger = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ def init_from_env(device: str) -> Rank:
 def check_world(devices: int, batch_size: int, rank: Rank) -> None:
     """Reject a ``torchrun`` process count that disagrees with ``train.devices``/``batch_size``."""
     if devices not in (1, rank.world) or batch_size % rank.world:
-        raise ValueError(
+        raise InputError(
             f"{rank.world} training processes were started (torchrun --nproc_per_node), but "
             f"train.devices is {devices} and train.batch_size {batch_size}; set train.devices "
             "to the number of processes and train.batch_size to a multiple of it"
@@ -104,7 +105,7 @@ def rank_device(device: str, rank: Rank) -> torch.device:
         return dev
     local = int(os.environ.get("LOCAL_RANK", rank.rank))
     if local >= torch.cuda.device_count():
-        raise RuntimeError(
+        raise SetupError(
             f"rank {rank.rank} needs CUDA device {local} but {torch.cuda.device_count()} are "
             "visible; set train.devices to at most the number of GPUs or train.device to cpu"
         )
@@ -236,4 +237,4 @@ def _reraise(folder: Path, world: int, cause: Exception) -> None:
             kind, _, message = path.read_text(encoding="utf-8").partition("\n")
             error = {t.__name__: t for t in _ERROR_TYPES}.get(kind, RuntimeError)
             raise error(f"{message} (training rank {r} of {world})") from cause
-    raise RuntimeError(f"a training process died without a Python error: {cause}") from cause
+    raise SetupError(f"a training process died without a Python error: {cause}") from cause

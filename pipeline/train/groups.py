@@ -20,6 +20,7 @@ import polars as pl
 import torch
 from torch import Tensor
 
+from pipeline.errors import InputError
 from pipeline.schemas import PSI_SOURCE, TRIPLE_COLUMNS
 
 
@@ -40,12 +41,12 @@ class Groups:
 def make_groups(triples: pl.DataFrame, group_size: int) -> tuple[list[str], list[list[str]]]:
     """``(query ids, [pos, negs..] per group)`` from triples in training order."""
     if group_size < 2:
-        raise ValueError(
+        raise InputError(
             f"train.group_size must be >= 2 (one positive, one negative); got {group_size}"
         )
     missing = set(TRIPLE_COLUMNS) - set(triples.columns)
     if missing:
-        raise ValueError(f"triples lack columns {sorted(missing)}; has {triples.columns}")
+        raise InputError(f"triples lack columns {sorted(missing)}; has {triples.columns}")
     chunks: dict[tuple[str, str], list[list[str]]] = {}
     order: list[tuple[tuple[str, str], int]] = []
     per = group_size - 1
@@ -63,16 +64,16 @@ def make_groups(triples: pl.DataFrame, group_size: int) -> tuple[list[str], list
 def doc_bias(doc_scores: pl.DataFrame, psi_column: str) -> dict[str, dict[str, float]]:
     """``{"psi": Ψ by doc_id, "zeta": ζ by doc_id}``, Ψ = ``|doc_scores[PSI_SOURCE[psi]]|``."""
     if psi_column not in PSI_SOURCE:
-        raise ValueError(f"unknown psi {psi_column!r}; known: {sorted(PSI_SOURCE)}")
+        raise InputError(f"unknown psi {psi_column!r}; known: {sorted(PSI_SOURCE)}")
     col = PSI_SOURCE[psi_column]
     missing = {"doc_id", col, "neutrality"} - set(doc_scores.columns)
     if missing:
-        raise ValueError(f"doc_scores lacks columns {sorted(missing)}; has {doc_scores.columns}")
+        raise InputError(f"doc_scores lacks columns {sorted(missing)}; has {doc_scores.columns}")
     values = pl.col(col, "neutrality").cast(pl.Float64)
     bad = doc_scores.filter(pl.any_horizontal(values.is_null() | values.is_nan()))
     if bad.height:
         doc_id = bad["doc_id"][0]
-        raise ValueError(f"doc_scores has a missing/NaN {col} or neutrality for doc_id {doc_id!r}")
+        raise InputError(f"doc_scores has a missing/NaN {col} or neutrality for doc_id {doc_id!r}")
     ids = doc_scores["doc_id"].cast(pl.String).to_list()
     psi = doc_scores[col].cast(pl.Float64).abs().to_list()
     zeta = doc_scores["neutrality"].cast(pl.Float64).to_list()
@@ -96,14 +97,14 @@ def prepare_groups(
     for name, table in bias.items():
         missing = next((d for d in flat if d not in table), None)
         if missing is not None:
-            raise ValueError(f"doc_id {missing!r} of the triples has no row in doc_scores")
+            raise InputError(f"doc_id {missing!r} of the triples has no row in doc_scores")
         tensors[name] = _spread([table[d] for d in flat], mask)
     if pair_scores:
         pairs = list(zip(np.repeat(np.asarray(qids, dtype=object), lengths), flat, strict=True))
         for name, scores in pair_scores.items():
             absent = next((qd for qd in pairs if qd not in scores), None)
             if absent is not None:
-                raise ValueError(f"no {name} score for query {absent[0]!r}, doc {absent[1]!r} "
+                raise InputError(f"no {name} score for query {absent[0]!r}, doc {absent[1]!r} "
                                  "of the triples")  # fmt: skip
             tensors[name] = _spread([scores[qd] for qd in pairs], mask)
     return Groups(qids, docs, tensors, torch.from_numpy(mask))
@@ -134,7 +135,7 @@ def pair_batch(
     names = set(groups.bias) if needs is None else base_names(needs)
     missing = names - set(groups.bias)
     if missing:
-        raise ValueError(
+        raise InputError(
             f"the loss needs per-document {sorted(missing)}, which the training groups lack "
             f"(they carry {sorted(groups.bias)}); pass them to prepare_groups"
         )

@@ -17,7 +17,7 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -29,6 +29,7 @@ from torch import Tensor, nn
 from torch.optim import Optimizer
 from transformers import get_linear_schedule_with_warmup
 
+from pipeline.errors import InputError
 from pipeline.models.base import Ranker
 from pipeline.models.encoders import resolve_device
 from pipeline.progress import progress
@@ -39,71 +40,23 @@ from pipeline.train.checkpoint import (
     check_checkpoint_args,
     run_fingerprint,
 )
+from pipeline.train.config import TrainConfig
 from pipeline.train.distributed import Rank
-from pipeline.train.groups import Groups, doc_bias, pair_batch, prepare_groups
-from pipeline.train.losses import LossFn, get_record
+from pipeline.train.groups import Groups, base_names, doc_bias, pair_batch, prepare_groups
+from pipeline.train.losses import Objective, add_term, get_record, score_value
 from pipeline.train.terms import LossTerm
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Groups", "LossTerm", "TrainConfig", "doc_bias", "prepare_groups", "train_model"]
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Training hyper-parameters (params.yaml ``train`` section).
-
-    ``warmup_steps`` wins over ``warmup_ratio`` (a share of the total steps) when given.
-    ``max_steps`` caps the steps of ``epochs`` passes over the triples; each pass reads the
-    triples in the same order. ``grad_clip`` ≤ 0 or ``None`` disables clipping. ``devices``
-    > 1 trains on that many DDP ranks, each taking ``batch_size / devices`` triples of every
-    global batch of ``batch_size``. ``length_window`` = W groups triples of similar length
-    into batches within each run of W consecutive batches (see :func:`batch_plan`).
-    """
-
-    batch_size: int = 16  # groups per step (= triples per step with group_size 2)
-    lr: float = 3e-5
-    warmup_steps: int | None = None
-    warmup_ratio: float = 0.1
-    epochs: int = 1
-    group_size: int = 2
-    seed: int = 0
-    max_steps: int | None = None
-    log_every: int = 10
-    grad_clip: float | None = 1.0
-    device: str = "auto"
-    devices: int = 1
-    length_window: int | None = None
-
-    def __post_init__(self) -> None:
-        checks = {
-            "batch_size >= 1": self.batch_size >= 1,
-            "group_size >= 2": self.group_size >= 2,
-            "lr > 0": self.lr > 0,
-            "epochs >= 1": self.epochs >= 1,
-            "log_every >= 1": self.log_every >= 1,
-            "0 <= warmup_ratio <= 1": 0 <= self.warmup_ratio <= 1,
-            "warmup_steps >= 0": self.warmup_steps is None or self.warmup_steps >= 0,
-            "max_steps >= 1": self.max_steps is None or self.max_steps >= 1,
-            "devices >= 1": self.devices >= 1,
-            "length_window >= 1": self.length_window is None or self.length_window >= 1,
-            "batch_size a multiple of devices": self.devices < 1
-            or self.batch_size % self.devices == 0,
-        }
-        failed = [rule for rule, ok in checks.items() if not ok]
-        if failed:
-            raise ValueError(f"invalid train config {self}: need {', '.join(failed)}")
-
-    def total_steps(self, n_groups: int) -> int:
-        """Optimiser steps for ``n_groups`` training groups."""
-        steps = self.epochs * math.ceil(n_groups / self.batch_size)
-        return min(steps, self.max_steps) if self.max_steps is not None else steps
-
-    def warmup(self, total: int) -> int:
-        """Warm-up steps: ``warmup_steps`` if set, else ``round(warmup_ratio × total)``."""
-        return (
-            self.warmup_steps if self.warmup_steps is not None else round(self.warmup_ratio * total)
-        )
+__all__ = [
+    "Groups",
+    "LossTerm",
+    "TrainConfig",
+    "doc_bias",
+    "objective_needs",
+    "prepare_groups",
+    "train_model",
+]
 
 
 def batch_plan(lengths: Sequence[int], cfg: TrainConfig) -> list[list[int]]:
@@ -138,40 +91,48 @@ def _batches(lengths: Sequence[int], cfg: TrainConfig) -> Iterator[list[int]]:
 def train_model(
     model: Ranker,
     groups: Groups,
-    loss_name: str,
-    loss_params: Mapping[str, float],
+    objective: Objective,
     cfg: TrainConfig,
     *,
-    terms: Sequence[LossTerm] = (),
     checkpoint_dir: str | Path | None = None,
     checkpoint_every: int | None = None,
+    terms: Sequence[LossTerm] | None = None,
     log: live.StepSink | None = None,
 ) -> pl.DataFrame:
     """Train ``model`` in place on ``groups`` (in their given order); returns the training curve.
 
+    ``objective``: the method's loss terms ``(name, config)``, summed with their weights
+    (``pipeline.train.losses``); trainable terms (AdvBERT's adversary) are built here with
+    ``cfg.seed``, train with the model (optimiser, clipping, checkpoints) and stay outside it.
     ``model`` must be bound to the texts (:meth:`Ranker.bind`). Curve rows (``step``, ``loss``
     = mean loss since the previous row, ``lr`` of that step) are logged every
     ``cfg.log_every`` steps and at the last step; a non-finite loss raises an error.
     ``checkpoint_dir``: resume from the checkpoint there when it belongs to this run, and save
     one every ``checkpoint_every`` steps. ``cfg.devices > 1`` spawns that many DDP ranks
-    (unless already under ``torchrun``); ``model`` then gets rank 0's trained weights.
-    ``terms``: trainable loss terms added to the ranking loss (AdvBERT's
-    :class:`~pipeline.train.adversary.AdversaryTerm`); they train with the model (optimiser,
-    clipping, checkpoints) and stay outside it. Each step builds only the per-document
-    tensors that the loss record and the terms ``need``. ``log`` receives every curve row as
+    (unless already under ``torchrun``); ``model`` then gets rank 0's trained weights. Each
+    step builds only the per-document tensors that the terms ``need``. ``terms``: the
+    trainable terms already built, one per trainable term of ``objective`` in its order
+    (for callers that inspect them after training). ``log`` receives every curve row as
     ``(step, {"loss", "lr", …})``, with the means of the values recorded through
     :func:`pipeline.train.live.record` during its steps (a :class:`~pipeline.train.live.TrainLog`
     run writes them to DVCLive).
     """
-    record = get_record(loss_name)
+    records = [(get_record(name), c) for name, c in objective]
+    if not records:
+        raise InputError("a method's loss needs at least one term")
     if len(groups) == 0:
-        raise ValueError("no training triples")
+        raise InputError("no training triples")
     check_checkpoint_args(checkpoint_dir, checkpoint_every)
     rank = distributed.init_from_env(cfg.device)
+    trainable = [(r, c) for r, c in records if r.term is not None]
+    if terms is None:
+        terms = [r.term(model.repr_dim, c, cfg.seed) for r, c in trainable]  # type: ignore[misc]
+    if len(terms) != len(trainable):
+        raise InputError(f"{len(terms)} built terms for {len(trainable)} trainable loss terms")
     if terms and (cfg.devices > 1 or rank.world > 1):
-        raise ValueError("train.devices > 1 is not supported with an AdvBERT adversary yet")
+        raise InputError("train.devices > 1 is not supported with a trainable loss term yet")
     if rank.world == 1 and cfg.devices > 1:
-        args = (groups, loss_name, loss_params, cfg)
+        args = (groups, objective, cfg)
         kwargs = {"checkpoint_dir": checkpoint_dir, "checkpoint_every": checkpoint_every}
         rows = distributed.launch(_rank_entry, model.cpu(), args, kwargs, cfg.device)
         model.to(resolve_device(cfg.device)).eval()
@@ -181,23 +142,33 @@ def train_model(
         return _curve(rows)
     distributed.check_world(cfg.devices, cfg.batch_size, rank)
     device = distributed.rank_device(cfg.device, rank)
-    run = _Run(model, groups, record.fn, loss_params, device, rank, record.needs,
-               _Trainable(model, terms))  # fmt: skip
-    saver = _checkpointer(checkpoint_dir, checkpoint_every, run, cfg, loss_name)
+    needs = tuple(k for r, _ in records if r.fn is not None for k in r.needs)
+    run = _Run(model, groups, objective, device, rank, needs,
+               _Trainable(model, terms), [r.scale(c) for r, c in trainable])  # fmt: skip
+    label = "+".join(name for name, _ in objective)
+    saver = _checkpointer(checkpoint_dir, checkpoint_every, run, cfg, objective)
     torch.manual_seed(cfg.seed + rank.rank)
     run.trainable.to(device).train()
     model.warm([q for q, ds in zip(groups.qids, groups.docs, strict=True) for _ in ds],
                [d for ds in groups.docs for d in ds])  # fmt: skip
     start = time.perf_counter()
     with live.collecting(log if rank.is_main else None) as sink:  # + values code records
-        state = run.steps(cfg, f"train {loss_name}", saver, sink)
+        state = run.steps(cfg, f"train {label}", saver, sink)
     run.trainable.eval()
     seconds = max(time.perf_counter() - start, 1e-9)
     if rank.is_main:
         msg = "trained %s: %d steps, %d groups in %.1f s (%.1f groups/s) on %s x %d"
         rate = state.pairs / seconds
-        logger.info(msg, loss_name, state.step, state.pairs, seconds, rate, device, rank.world)
+        logger.info(msg, label, state.step, state.pairs, seconds, rate, device, rank.world)
     return _curve(state.rows)
+
+
+def objective_needs(objective: Objective) -> set[str]:
+    """The per-document tensors (``psi``, ``zeta``) the terms of ``objective`` read: what
+    the training groups must carry."""
+    records = [get_record(name) for name, _ in objective]
+    names = base_names([k for r in records if r.fn is not None for k in r.needs])
+    return names.union(*(r.needs for r in records if r.term is not None))
 
 
 def _pairs_frame(groups: Groups) -> pl.DataFrame:
@@ -206,13 +177,18 @@ def _pairs_frame(groups: Groups) -> pl.DataFrame:
 
 
 def _checkpointer(
-    directory: str | Path | None, every: int | None, run: _Run, cfg: TrainConfig, loss: str
+    directory: str | Path | None,
+    every: int | None,
+    run: _Run,
+    cfg: TrainConfig,
+    objective: Objective,
 ) -> Checkpointer | None:
     """The run's checkpointing, keyed by everything that determines its result."""
     if directory is None:
         return None
     config = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in ("device", "devices")}
-    settings: dict[str, object] = {"config": config, "params": dict(run.params), "loss": loss}
+    terms = [(name, dataclasses.asdict(c)) for name, c in objective]
+    settings: dict[str, object] = {"config": config, "loss": terms}
     settings |= {"world": run.rank.world, "model": dataclasses.asdict(run.model.cfg)}
     settings["terms"] = [repr(t) for t in run.trainable.terms]
     inputs = (_pairs_frame(run.groups), run.model.queries, run.model.docs)
@@ -247,12 +223,12 @@ class _Trainable(nn.Module):
 class _Run:
     model: Ranker
     groups: Groups
-    loss_fn: LossFn
-    params: Mapping[str, float]
+    objective: Objective
     device: torch.device
     rank: Rank
     needs: tuple[str, ...]
     trainable: _Trainable
+    weights: list[float | None]  # of the trainable terms
 
     def steps(
         self, cfg: TrainConfig, desc: str, saver: Checkpointer | None, log: live.StepSink | None
@@ -317,10 +293,12 @@ class _Run:
         table = torch.zeros(mask.shape, device=self.device, dtype=torch.float32)
         table = table.masked_scatter(mask, scores.float())
         s_pos, s_neg, batch = pair_batch(g, idx, table, self.needs)
-        loss = self.loss_fn(s_pos, s_neg, batch, self.params)
-        for term in cast("Sequence[LossTerm]", self.trainable.terms):
+        loss = score_value(self.objective, s_pos, s_neg, batch)
+        terms = cast("Sequence[LossTerm]", self.trainable.terms)
+        for term, weight in zip(terms, self.weights, strict=True):
             docs = {k: g.bias[k][idx].to(self.device)[mask] for k in term.needs}
-            loss = loss + term(reprs, docs)
+            loss = add_term(loss, term(reprs, docs), weight)
+        assert loss is not None
         return loss
 
 

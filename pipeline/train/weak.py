@@ -10,8 +10,10 @@ Inputs: the (ordered) training triples, the query texts, the full run's optimise
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -20,8 +22,12 @@ import polars as pl
 import torch
 
 from pipeline.bias.complexity import STOP_WORDS
+from pipeline.errors import InputError
 from pipeline.models.base import Ranker
 from pipeline.schemas import TRIPLE_COLUMNS
+from pipeline.train.losses import Prepared, get_record
+from pipeline.train.losses.poe import PoeConfig
+from pipeline.train.losses.poe import Strategy as StrategyName
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +70,7 @@ Strategy = Callable[[WeakInputs], WeakSetup]
 
 def _check_fraction(fraction: float) -> None:
     if not 0 < fraction <= 1:
-        raise ValueError(f"weak learner fraction must be in (0, 1]; got {fraction}")
+        raise InputError(f"weak learner fraction must be in (0, 1]; got {fraction}")
 
 
 def less_data(inp: WeakInputs) -> WeakSetup:
@@ -79,7 +85,7 @@ def less_data(inp: WeakInputs) -> WeakSetup:
 def weaker_model(inp: WeakInputs) -> WeakSetup:
     """All triples, an encoder cut to its first ``n_layers`` (2) layers."""
     if inp.n_layers < 1:
-        raise ValueError(f"weaker_model needs n_layers >= 1; got {inp.n_layers}")
+        raise InputError(f"weaker_model needs n_layers >= 1; got {inp.n_layers}")
     return WeakSetup("weaker_model", inp.triples, inp.queries, n_layers=inp.n_layers)
 
 
@@ -126,7 +132,7 @@ def biased_data(inp: WeakInputs) -> WeakSetup:
     ids = inp.triples["query_id"].cast(pl.String).unique().to_list()
     missing = [q for q in ids if q not in inp.queries]
     if missing:
-        raise ValueError(
+        raise InputError(
             f"query id {missing[0]!r} of the triples has no text ({len(missing)} missing)"
         )
     rewritten = {q: repeat_noun_phrases(inp.queries[q]) for q in ids}
@@ -139,6 +145,8 @@ STRATEGIES: dict[str, Strategy] = {
     "fewer_steps": fewer_steps,
     "biased_data": biased_data,
 }
+if set(STRATEGIES) != set(typing.get_args(StrategyName)):  # the params choices are these
+    raise TypeError(f"weak strategies {sorted(STRATEGIES)} differ from PoeConfig's choices")
 
 
 def weak_setup(
@@ -151,7 +159,7 @@ def weak_setup(
 ) -> WeakSetup:
     """The :class:`WeakSetup` of a named strategy; an unknown name lists the known ones."""
     if strategy not in STRATEGIES:
-        raise ValueError(f"unknown weak learner strategy {strategy!r}; known: {sorted(STRATEGIES)}")
+        raise InputError(f"unknown weak learner strategy {strategy!r}; known: {sorted(STRATEGIES)}")
     layers = N_LAYERS if n_layers is None else n_layers
     return STRATEGIES[strategy](WeakInputs(triples, queries, total_steps, seed, n_layers=layers))
 
@@ -168,3 +176,36 @@ def weak_pair_scores(
         values = model.score_many([k[0] for k in keys], [k[1] for k in keys], batch_size)
     logger.info("weak learner scored %d pairs of %d triples", len(keys), triples.height)
     return dict(zip(keys, values.tolist(), strict=True))
+
+
+def weak_scores(ctx: Prepared, cfg: PoeConfig) -> dict[tuple[str, str], float]:
+    """EqualizeIR (SPEC §6.3): train f_B of the ranker's family by ``cfg.weak_strategy`` with
+    the loss term ``cfg.weak_loss`` (its defaults), then score the fold's training pairs; with
+    the fold's test candidates (``ctx.test``) f_B also reranks them into ``ctx.runs["weak"]``
+    (issue 21: a weak learner must be weaker, not useless)."""
+    from pipeline.models.registry import build_ranker
+    from pipeline.train.groups import doc_bias, prepare_groups
+    from pipeline.train.loop import train_model
+
+    params, triples, (queries, docs) = ctx.params, ctx.triples, ctx.texts
+    train = dataclasses.replace(params.train, seed=ctx.seed)
+    bias = doc_bias(ctx.doc_scores, ctx.psi)
+    total = train.total_steps(len(prepare_groups(triples, train.group_size, bias)))
+    s = weak_setup(cfg.weak_strategy, triples, queries, total, ctx.seed, cfg.weak_layers)
+    model_cfg = params.model
+    if s.n_layers is not None:
+        model_cfg = dataclasses.replace(model_cfg, n_layers=s.n_layers)
+    f_b = build_ranker(model_cfg, ctx.seed)
+    f_b.bind(s.queries, docs)
+    if model_cfg == params.model and s.queries is queries:  # same bottom, same texts
+        f_b.preload(ctx.features)
+    groups = prepare_groups(s.triples, train.group_size, bias)
+    weak_train = dataclasses.replace(train, max_steps=s.max_steps or train.max_steps)
+    objective = ((cfg.weak_loss, get_record(cfg.weak_loss).config()),)
+    train_model(f_b, groups, objective, weak_train)
+    f_b.bind(queries, docs)
+    if ctx.test is not None and ctx.test.height:
+        from pipeline.rerank import rerank
+
+        ctx.runs["weak"] = rerank(f_b, ctx.test, params.rerank.batch_size)
+    return weak_pair_scores(f_b, triples)

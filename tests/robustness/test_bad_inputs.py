@@ -158,7 +158,7 @@ def _params(section: str, key: str, value: object) -> dict[str, Any]:
     ("section", "key", "value", "message"),
     [
         ("train", "lr", -0.001, r"'train\.lr': -0\.001 is out of range"),
-        ("train", "lr", 0, r"'train\.lr': 0\.0 is out of range"),
+        ("train", "lr", 0, r"'train\.lr': 0 is out of range \(0, ∞\]"),
         ("candidates", "top_k", 0, r"'candidates\.top_k': 0 is out of range \[1, "),
         ("train", "batch_size", "16", r"'train\.batch_size': expected int, got '16'"),
     ],
@@ -173,8 +173,8 @@ def test_out_of_range_or_ill_typed_param_names_the_key(
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("awrf_target", "bogus", r"'evaluate\.awrf_target'.*'bogus'.*'relevant', 'uniform'"),
-        ("cutoffs", [0], r"'evaluate\.cutoffs': 0 is out of range"),
+        ("awrf_target", "bogus", r"'evaluate\.awrf_target'.*'bogus'.*'uniform', 'relevant'"),
+        ("cutoffs", [0], r"'evaluate\.cutoffs': \[0\] is out of range"),
     ],
 )
 def test_evaluate_params_are_checked_on_load(key: str, value: object, message: str) -> None:

@@ -5,12 +5,11 @@ set, the 1,765 set, TREC Fair 2022); `MINIATURE` what the tests change so that t
 minute on the miniature ir_datasets cache (`tests/irds_miniature.py`): fewer triples and
 candidates, the tiny random BERT, two optimiser steps, two methods.
 
-Today the values are written with the types the params keys take now (`dataset.query_set` a
-quoted string, `train.lr` with a decimal point: YAML 1.1 reads `3e-6` as a string) and set
-straight into params.yaml, because `dataset.n_triples`, `dataset.query_set`,
-`dataset.candidates_k`, `dataset.docs_per_query` and `dataset.fair_dimensions` are not in
-params.yaml yet, so `dvc exp run -S` refuses them (issue #22, part 2; issue #25 reorganises
-the params). Part 2 reads `DOC` from the doc itself and applies it with `dvc exp run -S`.
+The values are written with the types the params keys take (`dataset.msmarco_passage.query_set`
+a quoted string, `train.lr` with a decimal point: YAML 1.1 reads `3e-6` as a string) and set
+straight into params.yaml. Every key is in params.yaml now (issue #25: each source owns its
+section `dataset.<source>`), so `dvc exp run -S` takes them; issue #22 part 2 reads `DOC` from
+the doc itself and applies it with `dvc exp run -S`.
 """
 
 from __future__ import annotations
@@ -20,8 +19,8 @@ from typing import Any
 import yaml
 
 BERT_MINI_215 = [
-    "dataset.name=msmarco-passage", "dataset.folds=1", "dataset.n_triples=3000000",
-    "dataset.query_set='215'", "candidates.top_k=200", "score.tokenizer=reference",
+    "dataset.name=msmarco-passage", "dataset.msmarco_passage.n_triples=3000000",
+    "dataset.msmarco_passage.query_set='215'", "candidates.top_k=200", "score.tokenizer=reference",
     "model.arch=cross_encoder", "model.train_layers=null", "train.group_size=2",
     "model.name=prajjwal1/bert-mini", "model.max_len=256", "model.q_len=32",
     "train.lr=3.0e-6", "train.batch_size=16", "train.epochs=1", "train.warmup_steps=160000",
@@ -33,22 +32,24 @@ DOC: dict[str, list[str]] = {
     # docs/paper-scale.md, "The 1,765 query set": the BERT-mini command with these
     "msmarco-1765": [
         *BERT_MINI_215,
-        "dataset.query_set='1765'",
-        "dataset.candidates_k=1000",
+        "dataset.msmarco_passage.query_set='1765'",
+        "dataset.msmarco_passage.candidates_k=1000",
         "candidates.top_k=1000",
     ],
-    # the doc's command lacks dataset.folds=1, without which extract stops (part 2 fixes it)
     "trec-fair-2022": [
         "dataset.name=trec-fair-2022",
-        "dataset.docs_per_query=100",
-        "dataset.fair_dimensions=[gender_category,page_subcont_regions]",
-        "dataset.folds=1",
+        "dataset.trec_fair_2022.docs_per_query=100",
+        "dataset.trec_fair_2022.dimensions=[gender_category,page_subcont_regions]",
     ],
 }
 MINIATURE: dict[str, list[str]] = {
-    "msmarco-215": ["dataset.n_triples=60", "candidates.top_k=8"],
-    "msmarco-1765": ["dataset.n_triples=60", "dataset.candidates_k=20", "candidates.top_k=8"],
-    "trec-fair-2022": ["dataset.docs_per_query=20", "candidates.top_k=10"],
+    "msmarco-215": ["dataset.msmarco_passage.n_triples=60", "candidates.top_k=8"],
+    "msmarco-1765": [
+        "dataset.msmarco_passage.n_triples=60",
+        "dataset.msmarco_passage.candidates_k=20",
+        "candidates.top_k=8",
+    ],
+    "trec-fair-2022": ["dataset.trec_fair_2022.docs_per_query=20", "candidates.top_k=10"],
 }
 TINY_MODEL = [
     "model.name=tiny-random-bert", "model.max_len=64", "model.q_len=16",

@@ -103,5 +103,5 @@ def test_trec_fair_2022(tmp_path: Path, miniature: Miniature, no_network: NoNetw
 def test_profiles_are_the_docs() -> None:
     """The overrides start from the doc's settings (part 2 reads them from the doc)."""
     assert "dataset.name=msmarco-passage" in DOC["msmarco-215"]
-    assert overrides("msmarco-1765")["dataset"]["query_set"] == "1765"
+    assert overrides("msmarco-1765")["dataset"]["msmarco_passage"]["query_set"] == "1765"
     assert overrides("msmarco-215")["train"]["seeds"] == [1, 2, 3]

@@ -118,7 +118,7 @@ def test_ill_typed_param_stops_repro(tmp_path: Path, dvc: Dvc) -> None:
     proc = dvc(repo, "repro", "extract", check=False)
     assert proc.returncode != 0
     assert (
-        "params key 'dataset.test_fraction': expected float, got 'lots'"
+        "params key 'dataset.grep_biasir.test_fraction': expected float, got 'lots'"
         in proc.stderr + proc.stdout
     )
     assert not (repo / "data/corpus.parquet").exists()

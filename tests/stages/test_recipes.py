@@ -54,8 +54,11 @@ def test_readme_quick_profile_names_real_stages_and_params() -> None:
     sets = [args[i + 1] for i, a in enumerate(args) if a == "-S"]
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     for item in sets:
-        section, key = item.split("=")[0].split(".")
-        assert key in params[section], item
+        *sections, key = item.split("=")[0].split(".")
+        node = params
+        for section in sections:
+            node = node[section]
+        assert key in node, item
     targets = [a for i, a in enumerate(args[3:], 3) if not a.startswith("-")
                and args[i - 1] not in ("-S", "-n")]  # fmt: skip
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]

@@ -36,6 +36,7 @@ DOCS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHS)
 def test_reranking_scores_equal_per_pair_max_len_padding(arch: str) -> None:
     """Our reranking (each distinct text encoded once for the bi-encoder and late
@@ -58,6 +59,7 @@ def test_reranking_scores_equal_per_pair_max_len_padding(arch: str) -> None:
     assert [got[k] for k in keys] == pytest.approx(expected, abs=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHS)
 def test_training_loss_and_gradient_equal_the_naive_full_forward(arch: str) -> None:
     """One batch's margin loss and gradients: ours (texts shared by the batch encoded once,

@@ -25,6 +25,7 @@ THREE = pl.DataFrame(
 )
 
 
+@pytest.mark.slow
 def test_two_indices_hand_computed_on_three_queries() -> None:
     out = query_complexity(THREE)
     # lexical density: tokens outside the function-word list / N

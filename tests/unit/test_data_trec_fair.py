@@ -24,7 +24,7 @@ from pipeline.data.trec_fair import (
     sample_qrels,
 )
 from pipeline.data.trec_fair_articles import HEAD, _records, read_articles
-from pipeline.metrics.exposure import intersect
+from pipeline.metrics.inputs import intersect
 from tests.conftest import Miniature, NoNetwork
 
 

@@ -39,25 +39,9 @@ def test_recorded_outputs_come_from_the_committed_default(path: Path) -> None:
     assert docs.stale_recordings(path) == []
 
 
-# Commands whose params DVC would write in a form pipeline.params rejects (not fixed here:
-# docs/paper-scale.md and params validation belong to other issues). Strict: once fixed,
-# the entry must go.
-KNOWN_BAD = {
-    "docs/paper-scale.md:19": "`-S dataset.query_set=215` is the int 215 under DVC's Hydra "
-    "parsing; params wants a str (quote it: `-S 'dataset.query_set=\"215\"'`, or accept ints)",
-    "docs/paper-scale.md:67": "same `dataset.query_set=215`",
-    "docs/paper-scale.md:85": "params.yaml has no `dataset.docs_per_query`, so DVC refuses "
-    "`-S dataset.docs_per_query=100` (Hydra: 'To append to your config use +dataset...')",
-}
-
-
 @pytest.mark.parametrize("block", PARAMS, ids=lambda b: b.where)
 def test_experiment_commands_and_params_excerpts_are_valid(block: docs.Block) -> None:
-    problems = docs.params_problems(block, ROOT)
-    if block.where in KNOWN_BAD:
-        assert problems, f"{block.where} is fixed: remove it from KNOWN_BAD"
-        pytest.xfail(KNOWN_BAD[block.where])
-    assert problems == []
+    assert docs.params_problems(block, ROOT) == []
 
 
 @pytest.mark.parametrize("block", TESTED_BY, ids=lambda b: b.where)

@@ -23,12 +23,14 @@ ROOT = Path(__file__).resolve().parents[2]
         "stages/__pycache__/train.cpython-312.pyc",
     ],
 )
+@pytest.mark.slow
 def test_bytecode_and_numba_caches_are_dvc_ignored(path: str) -> None:
     dvc = shutil.which("dvc", path=str(Path(sys.executable).parent)) or "dvc"
     out = subprocess.run([dvc, "check-ignore", path], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0 and path in out.stdout, out.stderr
 
 
+@pytest.mark.slow
 def test_code_itself_is_not_ignored() -> None:
     dvc = shutil.which("dvc", path=str(Path(sys.executable).parent)) or "dvc"
     out = subprocess.run([dvc, "check-ignore", "pipeline/retrieval/bm25.py"], cwd=ROOT,

@@ -14,6 +14,7 @@ import torch
 from pipeline.errors import is_expected
 from pipeline.params import ParamsError, load_params
 from pipeline.train.losses import get_loss
+from pipeline.train.losses.margin import MarginConfig
 from stages.common import run_stage
 
 
@@ -33,7 +34,7 @@ def test_a_check_of_ours_is_expected(tmp_path: Path) -> None:
 def test_a_library_error_inside_our_code_is_not() -> None:
     # torch's RuntimeError (shape mismatch) raised inside the margin loss: a bug, not a check
     margin = get_loss("margin")
-    error = _caught(lambda: margin(torch.zeros(2), torch.zeros(3), {}, {}))
+    error = _caught(lambda: margin(torch.zeros(2), torch.zeros(3), {}, MarginConfig()))
     assert isinstance(error, RuntimeError) and not is_expected(error)
 
 
@@ -63,7 +64,18 @@ def test_run_stage_exits_1_with_one_line_on_our_error(
 
 def test_run_stage_lets_a_bug_keep_its_traceback() -> None:
     def main(argv: Sequence[str] | None) -> None:
-        get_loss("margin")(torch.zeros(2), torch.zeros(3), {}, {})
+        get_loss("margin")(torch.zeros(2), torch.zeros(3), {}, MarginConfig())
 
     with pytest.raises(RuntimeError, match="size of tensor"):
         run_stage(main)
+
+
+def test_every_error_of_ours_derives_from_the_project_base() -> None:
+    """Errors are recognised by type (pipeline.errors), not by where they were raised."""
+    from pipeline.errors import InputError, PipelineError, SetupError
+    from pipeline.io import ArtifactError
+    from pipeline.schemas import SchemaError
+
+    for cls in (ParamsError, ArtifactError, SchemaError, InputError, SetupError):
+        assert issubclass(cls, PipelineError)
+    assert is_expected(InputError("x")) and not is_expected(ValueError("x"))

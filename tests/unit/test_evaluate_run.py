@@ -77,6 +77,7 @@ def test_cli_prints_the_table_and_writes_json(
     assert "var.nDCG@10.mean" in result  # the queries' texts give the complexity bins
 
 
+@pytest.mark.slow
 def test_console_script_module_runs(files: dict[str, Path]) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "pipeline.evaluate_run", str(RUN), "--qrels", str(files["qrels"]),

@@ -11,6 +11,8 @@ import pytest
 
 import stages
 
+pytestmark = pytest.mark.slow  # the fast loop skips it (README)
+
 LIGHT = ["pipeline.params", "pipeline.train.losses", *stages.LIGHT]
 
 

@@ -1,4 +1,5 @@
-"""Neutrality KL regulariser (SPEC §6.6): value by hand, direction of its gradient."""
+"""Neutrality KL regulariser (SPEC §6.6): value by hand, direction of its gradient, and the
+method's loss ``[margin, neutrality_kl]`` as the sum ``margin + coef · KL``."""
 
 from __future__ import annotations
 
@@ -14,8 +15,19 @@ from torch import Tensor
 
 from pipeline.train import loop
 from pipeline.train.groups import doc_bias, prepare_groups
-from pipeline.train.losses import get_loss
+from pipeline.train.losses import LOSSES, make_config, score_value
+from pipeline.train.losses.margin import MarginConfig
+from pipeline.train.losses.neutrality_kl import NeutralityConfig
+from tests.unit.loss_configs import loss
 from tests.unit.tiny_rankers import DOC_SCORES, tiny_ranker
+
+
+def method_loss(s_pos: Tensor, s_neg: Tensor, batch: Mapping[str, Tensor], coef: float) -> Tensor:
+    """The ``neutrality_kl`` method's loss: ``loss: [margin, neutrality_kl]``, ``coef``."""
+    terms = (("margin", MarginConfig()), ("neutrality_kl", NeutralityConfig(coef)))
+    value = score_value(terms, s_pos, s_neg, batch)
+    assert value is not None
+    return value
 
 
 def softmax2(a: float, b: float) -> tuple[float, float]:
@@ -30,9 +42,7 @@ def test_neutrality_kl_matches_hand_formula() -> None:
     s_pos, s_neg = [0.5, -0.3], [0.2, 0.4]
     z_pos, z_neg = [0.5, 1.0], [1.0, 0.0]
     batch = {"zeta_pos": torch.tensor(z_pos), "zeta_neg": torch.tensor(z_neg)}
-    value = get_loss("neutrality_kl")(
-        torch.tensor(s_pos), torch.tensor(s_neg), batch, {"coef": 0.5}
-    )
+    value = method_loss(torch.tensor(s_pos), torch.tensor(s_neg), batch, 0.5)
     hinge = sum(max(0, 1 - tanh(p) + tanh(n)) for p, n in zip(s_pos, s_neg, strict=True)) / 2
     kls = [
         kl(softmax2(zp, zn), softmax2(sp, sn))
@@ -47,7 +57,7 @@ def test_neutrality_term_pulls_score_mass_to_the_neutral_document() -> None:
         sp = torch.tensor([0.3], requires_grad=True)
         sn = torch.tensor([0.3], requires_grad=True)
         batch = {"zeta_pos": torch.tensor([0.0]), "zeta_neg": torch.tensor([1.0])}
-        get_loss("neutrality_kl")(sp, sn, batch, {"coef": coef}).backward()
+        method_loss(sp, sn, batch, coef).backward()
         assert sp.grad is not None and sn.grad is not None
         return sp.grad.item(), sn.grad.item()
 
@@ -63,15 +73,15 @@ def test_neutrality_term_pulls_score_mass_to_the_neutral_document() -> None:
 def test_equal_neutrality_and_equal_scores_add_nothing() -> None:
     batch = {"zeta_pos": torch.tensor([0.7]), "zeta_neg": torch.tensor([0.7])}
     s = torch.tensor([0.1])
-    with_kl = get_loss("neutrality_kl")(s, s, batch, {"coef": 3.0})
-    plain = get_loss("margin")(s, s, batch, {})
+    with_kl = method_loss(s, s, batch, 3.0)
+    plain = loss("margin")(s, s, batch, {})
     assert with_kl.item() == pytest.approx(plain.item(), abs=1e-7)
+    assert loss("neutrality_kl")(s, s, batch, {"coef": 3.0}).item() == pytest.approx(0, abs=1e-7)
 
 
 def test_missing_coef_is_a_clear_error() -> None:
-    batch = {"zeta_pos": torch.ones(1), "zeta_neg": torch.ones(1)}
-    with pytest.raises(ValueError, match=r"loss 'neutrality_kl' needs params 'coef'"):
-        get_loss("neutrality_kl")(torch.zeros(1), torch.zeros(1), batch, {"lambda": 1.0})
+    with pytest.raises(ValueError, match=r"'loss neutrality_kl\.coef' is required by loss"):
+        make_config("neutrality_kl", {})
 
 
 def softmax(xs: list[float]) -> list[float]:
@@ -105,12 +115,10 @@ def test_neutrality_kl_on_a_group_of_four_matches_hand_value() -> None:
         "zeta_pos": torch.tensor([0.5, 0.5, 0.5, 1.0]),
         "zeta_neg": torch.tensor([1.0, 0.0, 0.8, 0.2]),
     }
-    value = get_loss("neutrality_kl")(s_pos, s_neg, batch, {"coef": 0.7})
+    value = method_loss(s_pos, s_neg, batch, 0.7)
     assert value.item() == pytest.approx(_hand_value(0.7), rel=1e-6)
     # the listwise term is not the mean of the pairwise ones
-    pairwise = get_loss("neutrality_kl")(
-        s_pos, s_neg, {k: batch[k] for k in ("zeta_pos", "zeta_neg")}, {"coef": 0.7}
-    )
+    pairwise = method_loss(s_pos, s_neg, {k: batch[k] for k in ("zeta_pos", "zeta_neg")}, 0.7)
     assert pairwise.item() != pytest.approx(value.item(), rel=1e-3)
 
 
@@ -130,16 +138,18 @@ def test_training_groups_reach_neutrality_kl_as_lists_of_group_size(
     assert [len(d) for d in groups.docs] == [4, 4] and groups.mask.all()
     assert groups.docs == [["d0", "d2", "d5", "d6"], ["d1", "d7", "d2", "d4"]]
     seen: list[dict[str, torch.Tensor]] = []
-    record = loop.get_record("neutrality_kl")
+    record = LOSSES["neutrality_kl"]
     real = record.fn
+    assert real is not None
 
-    def spy(s_pos: Tensor, s_neg: Tensor, batch: Mapping[str, Tensor], params: Any) -> Tensor:
+    def spy(s_pos: Tensor, s_neg: Tensor, batch: Mapping[str, Tensor], cfg: Any) -> Tensor:
         seen.append({k: v.detach().clone() for k, v in batch.items()})
-        return real(s_pos, s_neg, batch, params)
+        return real(s_pos, s_neg, batch, cfg)
 
-    monkeypatch.setattr(loop, "get_record", lambda name: dataclasses.replace(record, impl=spy))
-    cfg = loop.TrainConfig(batch_size=2, group_size=4, lr=1e-3, device="cpu")
-    loop.train_model(tiny_ranker(), groups, "neutrality_kl", {"coef": 0.5}, cfg)
+    monkeypatch.setitem(LOSSES, "neutrality_kl", dataclasses.replace(record, fn=spy))
+    cfg = loop.TrainConfig(batch_size=2, group_size=4, lr=1e-3, device="cpu", max_steps=1)
+    terms = (("margin", MarginConfig()), ("neutrality_kl", NeutralityConfig(0.5)))
+    loop.train_model(tiny_ranker(), groups, terms, cfg)
     (batch,) = seen
     assert set(batch) == {"group", "slot", "zeta_pos", "zeta_neg"}  # only what the loss needs
     assert batch["group"].tolist() == [0, 0, 0, 1, 1, 1]

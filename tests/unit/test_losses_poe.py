@@ -7,7 +7,7 @@ from math import exp, log
 import pytest
 import torch
 
-from pipeline.train.losses import get_loss
+from tests.unit.loss_configs import loss
 
 
 def lsm2(a: float, b: float) -> float:
@@ -20,7 +20,7 @@ def test_poe_matches_hand_formula() -> None:
     w_pos, w_neg = [2.0, -1.0], [0.0, 1.0]
     alpha = 0.1
     batch = {"weak_pos": torch.tensor(w_pos), "weak_neg": torch.tensor(w_neg)}
-    value = get_loss("poe")(torch.tensor(s_pos), torch.tensor(s_neg), batch, {"alpha": alpha})
+    value = loss("poe")(torch.tensor(s_pos), torch.tensor(s_neg), batch, {"alpha": alpha})
     total = 0.0
     for sp, sn, wp, wn in zip(s_pos, s_neg, w_pos, w_neg, strict=True):
         c_pos = alpha * lsm2(wp, wn) + lsm2(sp, sn)
@@ -33,7 +33,7 @@ def test_alpha_zero_is_plain_two_way_cross_entropy() -> None:
     gen = torch.Generator().manual_seed(0)
     s_pos, s_neg, w_pos, w_neg = (torch.randn(16, generator=gen) * 3 for _ in range(4))
     batch = {"weak_pos": w_pos, "weak_neg": w_neg}
-    value = get_loss("poe")(s_pos, s_neg, batch, {"alpha": 0.0})
+    value = loss("poe")(s_pos, s_neg, batch, {"alpha": 0.0})
     logits = torch.stack([s_pos, s_neg], dim=1)
     expected = torch.nn.functional.cross_entropy(logits, torch.zeros(16, dtype=torch.long))
     assert value.item() == pytest.approx(expected.item(), rel=1e-6)
@@ -41,8 +41,8 @@ def test_alpha_zero_is_plain_two_way_cross_entropy() -> None:
 
 def test_alpha_defaults_to_0_1() -> None:
     s, batch = torch.tensor([0.3]), {"weak_pos": torch.tensor([2.0]), "weak_neg": torch.zeros(1)}
-    default = get_loss("poe")(s, -s, batch, {})
-    explicit = get_loss("poe")(s, -s, batch, {"alpha": 0.1})
+    default = loss("poe")(s, -s, batch, {})
+    explicit = loss("poe")(s, -s, batch, {"alpha": 0.1})
     assert default.item() == explicit.item()
 
 
@@ -52,7 +52,7 @@ def _grad_pos(weak_pos: float, weak_neg: float, alpha: float = 1.0) -> float:
         "weak_pos": torch.tensor([weak_pos], requires_grad=True),
         "weak_neg": torch.tensor([weak_neg]),
     }
-    get_loss("poe")(s_pos, torch.tensor([0.0]), w, {"alpha": alpha}).backward()
+    loss("poe")(s_pos, torch.tensor([0.0]), w, {"alpha": alpha}).backward()
     assert w["weak_pos"].grad is None  # f_B is frozen: no gradient reaches it
     assert s_pos.grad is not None
     return s_pos.grad.item()
@@ -68,7 +68,7 @@ def test_examples_the_weak_learner_gets_right_teach_the_robust_model_less() -> N
 
 def test_missing_weak_scores_are_a_clear_error() -> None:
     with pytest.raises(ValueError, match=r"loss 'poe' needs batch key 'weak_pos'"):
-        get_loss("poe")(torch.zeros(1), torch.zeros(1), {"psi_pos": torch.zeros(1)}, {})
+        loss("poe")(torch.zeros(1), torch.zeros(1), {"psi_pos": torch.zeros(1)}, {})
 
 
 def log_softmax(xs: list[float]) -> list[float]:
@@ -94,7 +94,7 @@ def test_poe_on_a_group_of_three_matches_hand_value() -> None:
         "weak_pos": torch.tensor([2.0, 2.0, -0.5]),
         "weak_neg": torch.tensor([-1.0, 0.0, 1.5]),
     }
-    value = get_loss("poe")(
+    value = loss("poe")(
         torch.tensor([0.5, 0.5, 0.1]), torch.tensor([-0.3, 0.2, 0.4]), batch, {"alpha": alpha}
     )
     assert value.item() == pytest.approx(expected, rel=1e-6)

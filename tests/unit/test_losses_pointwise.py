@@ -7,7 +7,7 @@ from math import exp
 import pytest
 import torch
 
-from pipeline.train.losses import get_loss
+from tests.unit.loss_configs import loss
 from tests.unit.test_losses import BATCH, S_NEG, S_POS
 
 
@@ -42,7 +42,7 @@ HAND = {
 def test_pointwise_loss_matches_hand_formula(
     name: str, params: dict[str, float], expected: float
 ) -> None:
-    value = get_loss(name)(torch.tensor(S_POS), torch.tensor(S_NEG), BATCH, params)
+    value = loss(name)(torch.tensor(S_POS), torch.tensor(S_NEG), BATCH, params)
     assert value.shape == ()
     assert value.item() == pytest.approx(expected, rel=1e-6)
 
@@ -54,10 +54,10 @@ def _one(
     sp = torch.tensor([s_pos], requires_grad=True)
     sn = torch.tensor([s_neg], requires_grad=True)
     batch = {k: torch.zeros(1) for k in BATCH} | {key: torch.tensor([value])}
-    loss = get_loss(name)(sp, sn, batch, {"lambda": 1.0})
-    loss.backward()
+    value = loss(name)(sp, sn, batch, {"lambda": 1.0})
+    value.backward()
     assert sp.grad is not None and sn.grad is not None
-    return loss.item(), sp.grad.item(), sn.grad.item()
+    return value.item(), sp.grad.item(), sn.grad.item()
 
 
 def test_penalty_relevant_gives_a_biased_positive_a_smaller_update() -> None:
@@ -92,13 +92,13 @@ def test_reward_irrelevant_pushes_a_neutral_negative_down_less() -> None:
 @pytest.mark.parametrize("kind", ["penalty", "reward"])
 def test_both_sides_use_separate_lambdas(kind: str) -> None:
     s = torch.tensor(S_POS), torch.tensor(S_NEG)
-    both = get_loss(f"pointwise_{kind}_both")(*s, BATCH, {"lambda_pos": 0.7, "lambda_neg": 0.0})
-    rel = get_loss(f"pointwise_{kind}_relevant")(*s, BATCH, {"lambda": 0.7})
+    both = loss(f"pointwise_{kind}_both")(*s, BATCH, {"lambda_pos": 0.7, "lambda_neg": 0.0})
+    rel = loss(f"pointwise_{kind}_relevant")(*s, BATCH, {"lambda": 0.7})
     assert both.item() == pytest.approx(rel.item(), rel=1e-6)
 
 
 def test_reward_reads_zeta_not_psi() -> None:
     with pytest.raises(ValueError, match=r"needs batch key 'zeta_pos'"):
-        get_loss("pointwise_reward_relevant")(
+        loss("pointwise_reward_relevant")(
             torch.zeros(1), torch.zeros(1), {"psi_pos": torch.ones(1)}, {"lambda": 1.0}
         )

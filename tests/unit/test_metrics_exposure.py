@@ -11,19 +11,16 @@ import pytest
 from pipeline.metrics import METRICS, EvalInputs
 from pipeline.metrics.awrf import awrf
 from pipeline.metrics.exposure import (
-    awrf_alignments,
-    discount,
     expected_exposure,
     exposure,
     exposure_scores,
     ideal_exposure,
-    intersect,
-    one_hot,
     plackett_luce,
     standardise,
     system_exposure,
 )
-from pipeline.metrics.inputs import AwrfTarget
+from pipeline.metrics.inputs import AwrfTarget, intersect, one_hot
+from pipeline.metrics.ties import fair_discount
 
 D3 = 1 / math.log2(3)  # discount at rank 3; ranks 1 and 2 both discount 1
 RUN = pl.DataFrame(
@@ -48,7 +45,7 @@ def jsd(p: np.ndarray, q: np.ndarray) -> float:
 
 
 def test_discount_and_ideal_exposure_by_hand() -> None:
-    assert discount(np.array([1, 2, 3])) == pytest.approx([1, 1, D3])
+    assert fair_discount(np.array([1, 2, 3])) == pytest.approx([1, 1, D3])
     # one relevant doc first; the two non-relevant share positions 2 and 3
     assert ideal_exposure(np.array([1.0, 0, 0]), 20) == pytest.approx(
         [1, (1 + D3) / 2, (1 + D3) / 2]
@@ -76,28 +73,26 @@ def test_awrf_multi_dimensional_uniform_and_relevant_targets_by_hand() -> None:
     align = intersect(DIMS)
     # run mass per group: a → 1·(.5, .5) on F|AS, F|EU; b → 1 on M|EU; c → D3 on U|U
     p = np.array([0.5, 0.5, 1.0, D3]) / (2 + D3)
-    out = awrf_alignments(RUN, align, [3], "uniform", QRELS)
+    out = awrf(EvalInputs(RUN, QRELS, alignments=align), (3,))
     assert out["AWRF@3"][0] == pytest.approx(1 - jsd(p, np.full(4, 0.25)))
     ndcg = 1.0  # the single relevant doc is at rank 1
     assert out["nDCGxAWRF@3"][0] == pytest.approx(ndcg * out["AWRF@3"][0])
     # relevant target: a's vector mixed 50/50 with the mean vector of a, b, c
     rel = np.array([0.5, 0.5, 0, 0])
     background = np.array([0.5, 0.5, 1, 1]) / 3
-    out = awrf_alignments(RUN, align, [1, 3], "relevant", QRELS)
+    out = awrf(EvalInputs(RUN, QRELS, alignments=align, awrf_target="relevant"), (1, 3))
     assert out["AWRF@3"][0] == pytest.approx(1 - jsd(p, 0.5 * rel + 0.5 * background))
     assert out["AWRF@1"][0] == pytest.approx(1 - jsd(rel, 0.5 * rel + 0.5 * background))
     assert out["awrf_skipped@1"][0] == 0
 
 
-def test_awrf_with_one_hot_alignments_matches_the_awrf_family() -> None:
+def test_awrf_of_labels_is_awrf_of_their_one_hot_alignments() -> None:
     groups = pl.DataFrame({"doc_id": ["a", "b", "c", "d"], "group": ["F", "M", "F", "N"]})
     targets: tuple[AwrfTarget, ...] = ("uniform", "relevant")
     for target in targets:
-        ctx = EvalInputs(RUN, QRELS, doc_groups=groups, awrf_target=target)
-        ref = awrf(ctx, (2, 3))
-        ours = awrf_alignments(RUN, one_hot(groups), [2, 3], target, QRELS)
-        for col in ("AWRF@2", "AWRF@3", "nDCGxAWRF@3"):
-            assert ours[col].to_list() == pytest.approx(ref[col].to_list()), (target, col)
+        ref = awrf(EvalInputs(RUN, QRELS, doc_groups=groups, awrf_target=target), (2, 3))
+        ctx = EvalInputs(RUN, QRELS, alignments=one_hot(groups), awrf_target=target)
+        assert awrf(ctx, (2, 3)).equals(ref), target
 
 
 def test_plackett_luce_is_seeded_and_has_the_right_first_position_law() -> None:
@@ -150,7 +145,7 @@ def test_relevant_document_missing_from_the_run_gets_target_but_no_exposure() ->
 
 
 def test_exposure_family_is_registered_and_seeded() -> None:
-    assert METRICS["exposure"] is exposure
+    assert METRICS["exposure"].fn is exposure
     groups = pl.DataFrame({"doc_id": ["a", "b", "c"], "group": ["F", "M", "N"]})
     ctx = EvalInputs(RUN, QRELS, doc_groups=groups)
     first, second = exposure(ctx, (10,)), exposure(ctx, (10,))

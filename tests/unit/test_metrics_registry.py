@@ -8,7 +8,7 @@ import math
 import polars as pl
 import pytest
 
-from pipeline.metrics import METRICS, EvalInputs, get_metric
+from pipeline.metrics import METRICS, EvalInputs, get_metric, measure_of
 from pipeline.metrics.suite import evaluate
 
 SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64, "rank": pl.Int64}
@@ -59,7 +59,7 @@ def full_inputs() -> EvalInputs:
 
 @pytest.mark.parametrize("name", sorted(METRICS))
 def test_every_family_returns_finite_per_query_table(name: str) -> None:
-    out = METRICS[name](full_inputs(), (2, 10))
+    out = METRICS[name].fn(full_inputs(), (2, 10))
     assert out["query_id"].to_list() == ["q1", "q2"]
     metric_cols = [c for c, t in out.schema.items() if t == pl.Float64]
     assert metric_cols, f"{name} returned no metric column"
@@ -121,3 +121,17 @@ def test_suite_skips_families_with_missing_inputs(caplog: pytest.LogCaptureFixtu
 def test_bad_cutoffs_rejected(cutoffs: tuple[int, ...]) -> None:
     with pytest.raises(ValueError, match="cutoffs must be positive integers"):
         evaluate(full_inputs(), ["liwc"], cutoffs)
+
+
+@pytest.mark.parametrize("name", sorted(METRICS))
+def test_every_family_reports_the_measures_its_record_declares(name: str) -> None:
+    """A record's measures are its Float64 columns (at each cut-off): what the report, the
+    plots and the ir_measures names read from it exists, and nothing it reports is unknown."""
+    out = METRICS[name].fn(full_inputs(), (2, 10))
+    floats = {c for c, t in out.schema.items() if t == pl.Float64}
+    declared = {m.column(k) for m in METRICS[name].measures for k in (2, 10)}
+    assert declared <= floats
+    assert all(measure_of(c) is not None for c in floats - {"var.complexity"}), floats
+    for m in METRICS[name].measures:
+        assert m.description and m.lo <= m.hi and m.direction in ("↑", "↓", "→0", "→0.5")
+        assert m.magnitude is None or measure_of(m.magnitude.format(k=10)) is not None

@@ -37,7 +37,7 @@ def test_per_query_flags_and_missing_input() -> None:
     assert out["var.complexity"].to_list() == [0.1, 0.2, 0.5, 0.8, 0.9]
     with pytest.raises(MissingInputError, match="'variation' needs 'query_complexity'"):
         variation(EvalInputs(RUN), (10,))
-    assert METRICS["variation"] is variation and SUMMARIES["variation"] is summarise
+    assert METRICS["variation"].fn is variation and SUMMARIES["variation"] is summarise
 
 
 def test_summary_hand_values() -> None:

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _project(root: Path) -> None:
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    params["dataset"] |= {"folds": 2, "max_queries": 8}
+    params["dataset"]["grep_biasir"] |= {"folds": 2, "max_queries": 8}
     params["methods"]["penalty_relevant"]["lambda"] = 0.25
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     (root / "data").mkdir()
@@ -45,7 +45,7 @@ def test_exported_card_describes_its_model(tmp_path: Path) -> None:
     training = text.split("## Training")[1].split("##")[0]
     assert "ordering: shuffle" in training and "by_query: True" in training
     assert "loss: penalty_relevant" in training and "lambda: 0.25" in training
-    assert "`grep-biasir` (`dataset.max_queries: 8`)" in training
+    assert "`grep-biasir` (`dataset.grep_biasir.max_queries: 8`)" in training
     assert "fold 1 of 2" in training and "trained on 3 queries, tested on 5" in training
     evaluation = text.split("## Evaluation")[1].split("## Bias")[0]
     assert "pool all 2 fold models over 8 queries" in evaluation

@@ -12,14 +12,15 @@ import polars as pl
 import pytest
 import torch
 
+from pipeline.config import fields
 from pipeline.models.base import Ranker
 from pipeline.models.registry import MODELS, load_ranker
 from pipeline.rerank import rerank
-from pipeline.train.adversary import AdversaryTerm
 from pipeline.train.groups import doc_bias, prepare_groups
 from pipeline.train.loop import TrainConfig, train_model
 from pipeline.train.losses import LOSSES
 from pipeline.train.weak import weak_pair_scores
+from tests.unit.loss_configs import config
 from tests.unit.tiny_rankers import (
     ARCHS,
     CANDIDATES,
@@ -33,21 +34,21 @@ from tests.unit.tiny_rankers import (
 
 # one step over all four groups (group_size 3: a positive and two negatives per query)
 CFG = TrainConfig(batch_size=4, group_size=3, lr=1e-3, warmup_steps=0, seed=0, device="cpu")
-LOSS_PARAMS = {"lambda": 0.5, "coef": 0.5, "alpha": 0.1, "margin": 1.0}
-ADVBERT = "advbert"  # margin loss + the adversary on the family's document representation
+LOSS_PARAMS = {"lambda": 0.5, "coef": 0.5, "alpha": 0.1, "margin": 1.0, "adv_weight": 0.5}
 
 
-def test_registry_lists_the_three_families() -> None:
+def test_registry_holds_one_record_per_family_module() -> None:
     assert sorted(MODELS) == sorted(ARCHS)
     for arch, family in MODELS.items():
-        assert family.cls.arch == arch
+        assert family.cls.arch == arch and family.name == arch
+        assert family.description and family.usage
 
 
 def _weak_scores(arch: str) -> dict[str, dict[tuple[str, str], float]]:
     """EqualizeIR's f_B of the same family (one layer), one step, then its pair scores."""
     f_b = tiny_ranker(arch, seed=1, n_layers=1)
     groups = prepare_groups(TRIPLES, CFG.group_size, doc_bias(DOC_SCORES, "tf_abs"))
-    train_model(f_b, groups, "margin", {}, CFG)
+    train_model(f_b, groups, (("margin", config("margin")),), CFG)
     scores = weak_pair_scores(f_b, TRIPLES)
     assert len(scores) == 4 + 8  # one score per distinct (query, document) pair
     return {"weak": scores}
@@ -58,23 +59,30 @@ def _trainable(ranker: Ranker) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", [*LOSSES, ADVBERT])
+@pytest.mark.parametrize("method", sorted(LOSSES))
 @pytest.mark.parametrize("arch", ARCHS)
 def test_family_trains_saves_reloads_and_reranks(arch: str, method: str, tmp_path: Path) -> None:
+    """Every loss term, as the method ``[margin, <term>]`` (the term alone when it is a
+    whole ranking loss), on every family."""
     ranker = tiny_ranker(arch)
-    pairs = _weak_scores(arch) if method == "poe" else None
-    loss = "margin" if method == ADVBERT else method
-    terms = [AdversaryTerm(ranker.repr_dim, 0.5, seed=0)] if method == ADVBERT else []
+    record = LOSSES[method]
+    pairs = _weak_scores(arch) if record.prepare is not None else None
+    names = ["margin", method] if record.trainable or record.weight else [method]
+    objective = tuple(
+        (n, config(n, {k: v for k, v in LOSS_PARAMS.items() if k in fields(LOSSES[n].config)}))
+        for n in names
+    )
+    terms = [record.term(ranker.repr_dim, objective[-1][1], 0)] if record.term else []
     groups = prepare_groups(TRIPLES, CFG.group_size, doc_bias(DOC_SCORES, "tf_abs"), pairs)
     assert [len(d) for d in groups.docs] == [3, 3, 3, 3]
     before = _trainable(ranker)
     head = [p.detach().clone() for t in terms for p in t.parameters()]
-    curve = train_model(ranker, groups, loss, LOSS_PARAMS, CFG, terms=terms)
+    curve = train_model(ranker, groups, objective, CFG, terms=terms)
     assert curve["step"].to_list() == [1] and curve["loss"].is_finite().all()
     after = _trainable(ranker)
     assert before.keys() == after.keys()  # a loss term adds nothing to the ranker
     assert any(not torch.equal(before[n], after[n]) for n in before), "the ranker did not train"
-    if method == ADVBERT:
+    if terms:
         now = [p.detach() for t in terms for p in t.parameters()]
         assert any(not torch.equal(a, b) for a, b in zip(head, now, strict=True)), (
             "the adversary did not train"
@@ -92,6 +100,7 @@ def test_family_trains_saves_reloads_and_reranks(arch: str, method: str, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # no temporary leftovers
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHS)
 def test_cached_bottom_equals_the_full_forward(arch: str) -> None:
     """``train_layers=1``: in training mode the bottom layer's states are computed once per
@@ -148,6 +157,7 @@ def test_cached_bottom_ignores_dropout(arch: str) -> None:
         torch.testing.assert_close(state, other_seed._bottom[key])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["bi_encoder", "late_interaction"])
 def test_reranking_encodes_each_distinct_text_once(arch: str) -> None:
     ranker = tiny_ranker(arch)
@@ -184,6 +194,7 @@ def test_training_step_encodes_each_text_of_a_batch_once(arch: str) -> None:
     assert ranker.encoded == 2 + 4
 
 
+@pytest.mark.slow
 def test_reranked_scores_do_not_depend_on_the_candidate_set() -> None:
     """A document's bi-encoder score is its own: reranking one query alone gives its scores."""
     ranker = tiny_ranker("bi_encoder")

@@ -12,6 +12,7 @@ from pipeline.models.config import ModelConfig
 from pipeline.models.registry import build_ranker, load_ranker
 from pipeline.train.groups import prepare_groups
 from pipeline.train.loop import TrainConfig, train_model
+from pipeline.train.losses.margin import MarginConfig
 
 QUERIES = {"q1": "who cares for the child", "q2": "strong engineer at work"}
 DOCS = {
@@ -31,7 +32,8 @@ def _trained(arch: str, tmp_path: Path) -> Path:
                             "neg_doc_id": ["d3", "d2"]})  # fmt: skip
     bias = {"psi": dict.fromkeys(DOCS, 0.0), "zeta": dict.fromkeys(DOCS, 1.0)}
     groups = prepare_groups(triples, 2, bias)
-    train_model(ranker, groups, "margin", {}, TrainConfig(batch_size=2, lr=1e-2, seed=0))
+    cfg = TrainConfig(batch_size=2, group_size=2, lr=1e-2, seed=0)
+    train_model(ranker, groups, (("margin", MarginConfig()),), cfg)
     return ranker.save(tmp_path / arch)
 
 
@@ -42,6 +44,7 @@ def _ours(path: Path, qids: list[str], dids: list[str]) -> torch.Tensor:
         return ranker.score_many(qids, dids, 8)
 
 
+@pytest.mark.slow
 def test_bi_encoder_is_a_sentence_transformers_model(tmp_path: Path) -> None:
     from sentence_transformers import SentenceTransformer
 
@@ -54,6 +57,7 @@ def test_bi_encoder_is_a_sentence_transformers_model(tmp_path: Path) -> None:
     assert torch.allclose(theirs.cpu(), _ours(path, qids, dids), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_cross_encoder_loads_in_sentence_transformers(tmp_path: Path) -> None:
     from sentence_transformers import CrossEncoder
 
@@ -69,6 +73,7 @@ def test_cross_encoder_loads_in_sentence_transformers(tmp_path: Path) -> None:
     assert torch.allclose(theirs.float(), ours, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["bi_encoder", "cross_encoder", "late_interaction"])
 def test_model_card_front_matter_parses(arch: str, tmp_path: Path) -> None:
     path = _trained(arch, tmp_path)

@@ -18,6 +18,7 @@ from pipeline.models.registry import load_ranker
 from pipeline.models.storage import FROZEN_SHARD, INDEX, SINGLE, TRAINED_SHARD
 from pipeline.train.groups import prepare_groups
 from pipeline.train.loop import TrainConfig, train_model
+from pipeline.train.losses.margin import MarginConfig
 from tests.unit.tiny_rankers import ARCHS, DOCS, QUERIES, TRIPLES, tiny_ranker
 
 QIDS, DIDS = ["q0", "q0", "q1", "q2", "q3"], ["d0", "d2", "d1", "d3", "d4"]
@@ -28,7 +29,8 @@ def _fold_model(arch: str, rows: slice, tmp_path: Path, name: str, **cfg: object
     ranker = tiny_ranker(arch, seed=3, **cfg)
     bias = {"psi": dict.fromkeys(DOCS, 0.0), "zeta": dict.fromkeys(DOCS, 1.0)}
     groups = prepare_groups(TRIPLES[rows], 3, bias)
-    train_model(ranker, groups, "margin", {}, TrainConfig(batch_size=2, lr=1e-2, seed=0))
+    objective = (("margin", MarginConfig()),)
+    train_model(ranker, groups, objective, TrainConfig(batch_size=2, lr=1e-2, seed=0))
     return ranker.save(tmp_path / name)
 
 

@@ -94,6 +94,7 @@ def test_cross_encoder_pair_respects_the_budget_and_special_tokens() -> None:
     assert ids == [cls_id, *q, sep_id, *d, sep_id]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHS)
 def test_token_ids_are_kept_only_for_a_frozen_bottom(arch: str) -> None:
     """Paper scale trains every layer: a cache of every pair's token ids would grow by

@@ -49,7 +49,7 @@ def _order(
 ) -> pl.DataFrame:
     """The curriculum with ``orderings.curriculum`` = ``cfg`` (Ψ column tf_abs; its own
     ``seed`` if ``cfg`` sets one, else ``train_seed``)."""
-    config = CurriculumConfig(**{"psi": "tf_abs", **cfg})  # type: ignore[arg-type]
+    config = CurriculumConfig(**{"psi": "tf_abs", "seed": None, **cfg})  # type: ignore[arg-type]
     return curriculum(triples, scores, config, Inputs(seed=train_seed, direction=direction))
 
 
@@ -130,6 +130,7 @@ def test_rank_units_make_the_directions_mirror_images() -> None:
 DIRS = ("low_to_high", "high_to_low")
 
 
+@pytest.mark.slow
 def test_race_order_matches_the_sequential_sampler_exactly() -> None:
     # Buckets A (2 triples, P=1) and B (1 triple, P=3). Sequential sampler:
     # P(B A A) = 3/4, P(A B A) = 1/4·3/4 = 3/16, P(A A B) = 1/4·1/4 = 1/16.
@@ -158,6 +159,7 @@ def test_curriculum_is_seeded() -> None:
     assert not a.equals(_order(triples, scores, train_seed=2, n_buckets=5))
 
 
+@pytest.mark.slow
 def test_all_buckets_on_a_million_triples_runs() -> None:
     n = 1_000_000
     triples, scores = _synthetic(n)

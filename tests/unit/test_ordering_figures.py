@@ -50,6 +50,7 @@ def _write_inputs(folder: Path, n: int = 400) -> tuple[Path, Path]:
     return folder / "triples.parquet", folder / "doc_scores.parquet"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("units", ["value", "rank"])
 def test_curriculum_figures_cover_both_directions(tmp_path: Path, units: str) -> None:
     paths = _write_inputs(tmp_path)

@@ -35,7 +35,9 @@ SCORES = pl.DataFrame(
     ],
 )
 def test_filter_keeps_exactly_the_matching_triples(name: str, psi: str, kept: list[str]) -> None:
-    out = ORDERINGS[name].fn(TRIPLES, SCORES, ShuffleConfig(), Inputs(psi=psi, seed=0))
+    out = ORDERINGS[name].fn(
+        TRIPLES, SCORES, ShuffleConfig(by_query=False), Inputs(psi=psi, seed=0)
+    )
     assert sorted(out["pos_doc_id"]) == kept
     assert out["position"].to_list() == list(range(len(kept)))
     if name == "neutral_only":
@@ -54,9 +56,9 @@ def test_filters_are_seeded_shuffles() -> None:
     )
     scores = pl.DataFrame({"doc_id": ["p0"], "psi_bool": [1.0], "psi_tf": [0.1], "psi_tc": [1.0]})
     run = ORDERINGS["neutral_only"].fn
-    a = run(many, scores, ShuffleConfig(), Inputs(seed=1))
-    assert a.equals(run(many, scores, ShuffleConfig(), Inputs(seed=1)))
-    assert not a.equals(run(many, scores, ShuffleConfig(), Inputs(seed=2)))
+    a = run(many, scores, ShuffleConfig(by_query=False), Inputs(seed=1))
+    assert a.equals(run(many, scores, ShuffleConfig(by_query=False), Inputs(seed=1)))
+    assert not a.equals(run(many, scores, ShuffleConfig(by_query=False), Inputs(seed=2)))
     assert a.height == 39
 
 
@@ -65,7 +67,9 @@ def test_nothing_left_is_a_clear_error() -> None:
     with pytest.raises(
         ValueError, match=r"'biased_only' keeps none of the 5 triples \(psi='tc_abs'"
     ):
-        ORDERINGS["biased_only"].fn(TRIPLES, scores, ShuffleConfig(), Inputs(psi="tc_abs"))
+        ORDERINGS["biased_only"].fn(
+            TRIPLES, scores, ShuffleConfig(by_query=False), Inputs(psi="tc_abs")
+        )
 
 
 @pytest.mark.parametrize("name", ["neutral_only", "biased_only"])
@@ -87,7 +91,7 @@ def test_filters_shuffle_by_query_like_the_baseline(name: str) -> None:
     out = ORDERINGS[name].fn(triples, scores, ShuffleConfig(by_query=True), inp)
     assert out["query_id"].rle().len() == out["query_id"].n_unique() > 1  # queries contiguous
     assert out.equals(ORDERINGS[name].fn(triples, scores, ShuffleConfig(by_query=True), inp))
-    plain = ORDERINGS[name].fn(triples, scores, ShuffleConfig(), inp)
+    plain = ORDERINGS[name].fn(triples, scores, ShuffleConfig(by_query=False), inp)
     assert plain["query_id"].rle().len() > plain["query_id"].n_unique()  # interleaved
     assert sorted(out["neg_doc_id"]) == sorted(plain["neg_doc_id"])  # the same triples
 

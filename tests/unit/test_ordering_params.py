@@ -46,7 +46,7 @@ def test_shipped_orderings_load_into_their_configs() -> None:
         ("curriculum", "mu_units", "ranks", r"did you mean 'rank'\?"),
         ("lws", "rate", 1.5, r"'orderings\.lws\.rate': 1\.5 is out of range \[0, 1\]"),
         ("lws", "top", 2.5, r"'orderings\.lws\.top': expected int, got 2\.5"),
-        ("curriculum", "sigmaa", 1.0, r"orderings\.curriculum\.'sigmaa' is unknown; known keys"),
+        ("curriculum", "sigmaa", 1.0, r"'orderings\.curriculum\.sigmaa' is unknown; known keys"),
     ],
 )
 def test_bad_ordering_params_name_the_key(
@@ -104,6 +104,7 @@ def test_unknown_method_ordering_suggests_the_closest() -> None:
         parse_params(raw)
 
 
+@pytest.mark.slow
 def test_the_ordering_package_imports_no_torch() -> None:
     code = (
         "import sys, pipeline.ordering, pipeline.report.curriculum; print('torch' in sys.modules)"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import pkgutil
 import typing
 
 import numpy as np
 import polars as pl
 import pytest
 
-from pipeline import schemas
+from pipeline import ordering, schemas
 from pipeline.ordering import ORDERINGS, Inputs, apply_ordering, get_ordering
 from pipeline.ordering.common import PsiColumn
 
@@ -50,6 +51,8 @@ def _run(name: str, triples: pl.DataFrame, scores: pl.DataFrame, inp: Inputs) ->
 
 
 def test_registry_holds_one_record_per_module() -> None:
+    modules = {m.name for m in pkgutil.iter_modules(ordering.__path__)}
+    assert set(ORDERINGS) == {m for m in modules if not m.startswith("_")} - ordering.HELPERS
     for name, record in ORDERINGS.items():
         assert record.name == name
         assert dataclasses.is_dataclass(record.config)

@@ -45,8 +45,9 @@ def test_all_layers_of_the_checkpoint_count_when_n_layers_is_null() -> None:
 
 def test_strictly_smaller_weak_learner_is_accepted() -> None:
     params = parse_params(_raw(1, n_layers=2))
-    assert params.methods["equalizeir"].weak_layers == 1
-    assert parse_params(_raw(5, n_layers=None)).methods["equalizeir"].weak_layers == 5
+    assert params.methods["equalizeir"].config("poe").weak_layers == 1
+    other = parse_params(_raw(5, n_layers=None)).methods["equalizeir"]
+    assert other.config("poe").weak_layers == 5
 
 
 def test_weak_layers_is_required_by_weaker_model() -> None:

@@ -68,6 +68,7 @@ def eval_dir(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_build_report_writes_tables_and_figures(eval_dir: Path, tmp_path: Path) -> None:
     methods = ["bm25", "baseline", "better", "same", "seeded"]
     written = build_report(

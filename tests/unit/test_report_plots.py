@@ -76,6 +76,7 @@ def test_training_figure_one_line_per_method(tmp_path: Path) -> None:
     _png(tmp_path / "training.png")
 
 
+@pytest.mark.slow
 def test_bucket_probability_figure_one_line_per_sigma(tmp_path: Path) -> None:
     psi = [0.0, 0.5, 1.0, 1.5, 2.0]
     rows = []

@@ -32,6 +32,7 @@ def _per_query(name: str) -> pl.DataFrame:
     return pl.DataFrame({"query_id": QIDS, "mrr@10": [1.0 / r for r in RANKS[name]]})
 
 
+@pytest.mark.slow
 def test_export_has_ranx_report_keys_and_values(tmp_path: Path) -> None:
     ranx = pytest.importorskip("ranx")
     qrels = ranx.Qrels({q: {"d1": 1} for q in QIDS})

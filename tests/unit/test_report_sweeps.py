@@ -130,6 +130,7 @@ def test_where_reads_yaml_values_and_names_a_bad_item() -> None:
         parse_where(["sigma"])
 
 
+@pytest.mark.slow
 def test_cli_writes_one_csv_and_png_per_swept_param(tmp_path: Path) -> None:
     src = tmp_path / "exps.json"
     src.write_text(json.dumps(fake_doc()))

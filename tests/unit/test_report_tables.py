@@ -9,7 +9,6 @@ from pipeline.report.tables import (
     markdown_table,
     report_markdown,
     summary_frame,
-    summary_markdown,
 )
 
 
@@ -32,14 +31,6 @@ def test_markdown_table_formats_and_marks_direction() -> None:
         "|---|---:|---:|",
         "| base | 0.50 | 1.23 |",
     ]
-
-
-def test_summary_markdown_has_one_section_per_cutoff() -> None:
-    df = summary_frame({"m": {"MRR@10": 0.5, "MRR@20": 0.6, "gap-mean": -1.0}})
-    md = summary_markdown(df, [10, 20], {"dataset": "x"})
-    assert "## Cut-off 10" in md and "## Cut-off 20" in md
-    assert "| m | -1.000 |" in md
-    assert "dataset: `x`" in md
 
 
 def _cmp() -> pl.DataFrame:

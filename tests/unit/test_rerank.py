@@ -115,6 +115,7 @@ def test_missing_columns_and_bad_batch_size_are_named() -> None:
         rerank(_stub(), _candidates(), batch_size=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHS)
 def test_real_model_scores_do_not_depend_on_the_batch_size(arch: str) -> None:
     ranker = tiny_ranker(arch).train()  # rerank scores in eval mode whatever the caller's mode

@@ -20,6 +20,7 @@ import torch
 from pipeline.train import checkpoint, loop
 from pipeline.train.adversary import AdversaryTerm
 from pipeline.train.loop import TrainConfig
+from pipeline.train.losses.adversary import AdversaryConfig
 from tests.unit.test_train_loop import ranker, train
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # warm-up ends at step 2, and checkpoints (every 2 steps) fall between curve rows (every 3).
 CFG = TrainConfig(
     batch_size=4,
+    group_size=2,
     lr=1e-3,
     warmup_steps=2,
     epochs=2,
@@ -64,7 +66,9 @@ def _train(
     net = ranker(**spec)
     if own_cache:
         net.bind(dict(net.queries), dict(net.docs))
-    terms = [] if adversary is None else [AdversaryTerm(net.repr_dim, adversary, seed=0)]
+    terms = [] if adversary is None else [AdversaryTerm(net.repr_dim, seed=0)]
+    if adversary is not None:
+        kw["extra"] = (("adversary", AdversaryConfig(adversary)),)
     curve = train(net, cfg=cfg, terms=terms, **kw)
     state = net.state_dict() | {
         f"adversary.{k}": v for t in terms for k, v in t.state_dict().items()

@@ -18,7 +18,9 @@ from tests.unit.tiny_rankers import no_dropout
 # 21 triples in global batches of 4: the 6th batch holds one triple, so rank 1's shard of it
 # is empty and takes part with weight 0.
 TRIPLES_21 = pl.concat([TRIPLES, TRIPLES.head(1)])
-CFG = TrainConfig(batch_size=4, lr=1e-3, warmup_steps=1, seed=0, log_every=1, device="cpu")
+CFG = TrainConfig(
+    batch_size=4, group_size=2, lr=1e-3, warmup_steps=1, seed=0, log_every=1, device="cpu"
+)
 
 
 def _model(arch: str = "cross_encoder", **overrides: object) -> Ranker:
@@ -53,7 +55,7 @@ def test_shards_keep_the_training_order() -> None:
 
 
 def test_process_count_must_match_config() -> None:
-    with pytest.raises(ValueError, match=r"batch_size a multiple of devices"):
+    with pytest.raises(ValueError, match=r"'batch_size': 6 is not a multiple of devices \(4\)"):
         TrainConfig(batch_size=6, devices=4)
     with pytest.raises(ValueError, match=r"3 training processes were started .* train\.devices"):
         check_world(2, 6, Rank(0, 3))

@@ -13,6 +13,7 @@ import pytest
 from pipeline.train import live
 from pipeline.train.groups import prepare_groups
 from pipeline.train.loop import TrainConfig, train_model
+from pipeline.train.losses.margin import MarginConfig
 from tests.unit.tiny_rankers import DOCS, TRIPLES, tiny_ranker
 
 
@@ -55,14 +56,15 @@ def test_record_adds_named_values_to_the_loop_rows(
         live.record("custom", calls[-1])
         return record.fn(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setitem(losses.LOSSES, "margin", dataclasses.replace(record, impl=fn))
+    monkeypatch.setitem(losses.LOSSES, "margin", dataclasses.replace(record, fn=fn))
     rows: list[tuple[int, dict[str, float]]] = []
     ranker = tiny_ranker("bi_encoder")
     bias = {"psi": dict.fromkeys(DOCS, 0.0), "zeta": dict.fromkeys(DOCS, 1.0)}
     groups = prepare_groups(TRIPLES, 2, bias)
     cfg = TrainConfig(batch_size=2, lr=1e-3, seed=0, log_every=2)
+    objective = (("margin", MarginConfig()),)
     curve = train_model(
-        ranker, groups, "margin", {}, cfg, log=lambda s, v: rows.append((s, dict(v)))
+        ranker, groups, objective, cfg, log=lambda s, v: rows.append((s, dict(v)))
     )
     assert [s for s, _ in rows] == curve["step"].to_list() == [2, 4]
     assert [v["loss"] for _, v in rows] == pytest.approx(curve["loss"].to_list())

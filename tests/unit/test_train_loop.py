@@ -9,9 +9,12 @@ import polars as pl
 import pytest
 import torch
 
+from pipeline.config import fields
 from pipeline.models.base import Ranker
 from pipeline.train.groups import doc_bias, prepare_groups
 from pipeline.train.loop import TrainConfig, train_model
+from pipeline.train.losses import get_record
+from tests.unit.loss_configs import config
 from tests.unit.tiny_rankers import tiny_ranker
 
 GENDERED = ["she", "he", "her", "his", "woman", "man", "nurse", "doctor"]
@@ -36,7 +39,9 @@ DOC_SCORES = pl.DataFrame(
         "neutrality": [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 1.0, 0.0],
     }
 )
-CFG = TrainConfig(batch_size=4, lr=1e-3, warmup_steps=1, seed=0, log_every=2, device="cpu")
+CFG = TrainConfig(
+    batch_size=4, group_size=2, lr=1e-3, warmup_steps=1, seed=0, log_every=2, device="cpu"
+)
 
 
 def ranker(arch: str = "cross_encoder", **overrides: Any) -> Ranker:
@@ -52,11 +57,19 @@ def train(
     loss: str = "penalty_both",
     cfg: TrainConfig = CFG,
     doc_scores: pl.DataFrame = DOC_SCORES,
+    extra: tuple[tuple[str, Any], ...] = (),
     **kw: Any,
 ) -> pl.DataFrame:
-    """Train ``model`` on ``triples`` (one group per triple at group_size 2); the curve."""
+    """Train ``model`` on ``triples`` (one group per triple at group_size 2) with ``loss``
+    (and the ``extra`` terms); the curve."""
     groups = prepare_groups(triples, cfg.group_size, doc_bias(doc_scores, "bool_abs"))
-    return train_model(model, groups, loss, {"lambda": 0.5}, cfg, **kw)
+    return train_model(model, groups, objective(loss) + extra, cfg, **kw)
+
+
+def objective(loss: str) -> tuple[tuple[str, Any], ...]:
+    """A one-term method loss with λ = 0.5 where the loss takes one."""
+    lam = {"lambda": 0.5} if "lambda" in fields(get_record(loss).config) else {}
+    return ((loss, config(loss, lam)),)
 
 
 def _train(
@@ -67,6 +80,7 @@ def _train(
     return model.state_dict(), curve
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["cross_encoder", "bi_encoder"])
 def test_same_seed_gives_identical_weights_and_other_seed_differs(arch: str) -> None:
     first, curve1 = _train(seed=0, arch=arch)
@@ -79,6 +93,7 @@ def test_same_seed_gives_identical_weights_and_other_seed_differs(arch: str) -> 
     assert any(not torch.equal(first[k], untrained[k]) for k in first)
 
 
+@pytest.mark.slow
 def test_curve_has_one_row_per_logged_step() -> None:
     _, curve = _train()
     # 20 triples / batch 4 = 5 steps, logged every 2 steps and at the last one
@@ -90,6 +105,7 @@ def test_curve_has_one_row_per_logged_step() -> None:
     assert curve["lr"].to_list() == pytest.approx([1e-3 * 4 / 4, 1e-3 * 2 / 4, 1e-3 * 1 / 4])
 
 
+@pytest.mark.slow
 def test_max_steps_and_epochs() -> None:
     _, curve = _train(epochs=2, max_steps=7, log_every=1)
     assert curve["step"].to_list() == list(range(1, 8))
@@ -97,6 +113,7 @@ def test_max_steps_and_epochs() -> None:
     assert TrainConfig(warmup_ratio=0.1).warmup(50) == 5
 
 
+@pytest.mark.slow
 def test_batch_size_counts_groups() -> None:
     """40 triples, two per (query, positive): group_size 3 makes 20 groups of a positive and
     two negatives; 20 groups / batch 4 = 5 steps."""
@@ -105,7 +122,7 @@ def test_batch_size_counts_groups() -> None:
     cfg = TrainConfig(**{**CFG.__dict__, "group_size": 3, "log_every": 1})
     groups = prepare_groups(doubled, 3, doc_bias(DOC_SCORES, "bool_abs"))
     assert len(groups) == 20 and {len(d) for d in groups.docs} == {3}
-    curve = train_model(model, groups, "margin", {}, cfg)
+    curve = train_model(model, groups, objective("margin"), cfg)
     assert curve["step"].to_list() == [1, 2, 3, 4, 5]
 
 
@@ -159,8 +176,9 @@ def test_doc_without_scores_is_named() -> None:
 def test_unknown_loss_fails_before_training() -> None:
     model = ranker()
     before = {k: v.clone() for k, v in model.state_dict().items()}
+    groups = prepare_groups(TRIPLES, 2, doc_bias(DOC_SCORES, "bool_abs"))
     with pytest.raises(ValueError, match=r"unknown loss 'hinge'"):
-        train(model, loss="hinge")
+        train_model(model, groups, (("hinge", None),), CFG)
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
 
 
@@ -170,5 +188,9 @@ def test_no_groups_is_an_error() -> None:
 
 
 def test_invalid_config_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"need batch_size >= 1, group_size >= 2, lr > 0"):
-        TrainConfig(batch_size=0, group_size=1, lr=0.0)
+    with pytest.raises(ValueError, match=r"'batch_size': 0 is out of range \[1, ∞\]"):
+        TrainConfig(batch_size=0)
+    with pytest.raises(ValueError, match=r"'group_size': 1 is out of range \[2, ∞\]"):
+        TrainConfig(group_size=1)
+    with pytest.raises(ValueError, match=r"'lr': 0\.0 is out of range \(0, ∞\]"):
+        TrainConfig(lr=0.0)

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from pipeline.train.groups import pair_batch, prepare_groups
-from pipeline.train.losses import get_loss
 from pipeline.train.weak import (
     STRATEGIES,
     WeakInputs,
@@ -19,6 +18,7 @@ from pipeline.train.weak import (
     weak_setup,
     weaker_model,
 )
+from tests.unit.loss_configs import loss as loss_fn
 from tests.unit.tiny_rankers import ARCHS, tiny_ranker
 
 TRIPLES = pl.DataFrame(
@@ -115,5 +115,5 @@ def test_weak_pair_scores_are_the_models_scores_and_feed_poe(arch: str) -> None:
     assert batch["weak_neg"].tolist() == pytest.approx(
         [scores[("b", "x")], scores[("a", "z")], scores[("a", "y")]]
     )
-    loss = get_loss("poe")(s_pos, s_neg, batch, {"alpha": 0.1})
+    loss = loss_fn("poe")(s_pos, s_neg, batch, {"alpha": 0.1})
     assert torch.isfinite(loss)

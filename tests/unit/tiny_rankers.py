@@ -10,11 +10,11 @@ import torch
 from torch import nn
 
 from pipeline.models.base import Ranker
-from pipeline.models.config import ModelConfig
+from pipeline.models.config import ModelConfig, family_names
 from pipeline.models.registry import build_ranker
 
 TINY = "tiny-random-bert"
-ARCHS = ("cross_encoder", "bi_encoder", "late_interaction")
+ARCHS = tuple(family_names())
 
 QUERIES = {
     "q0": "who is a nurse",
@@ -69,8 +69,10 @@ CANDIDATES = candidates(
 
 
 def tiny_config(arch: str = "cross_encoder", **overrides: Any) -> ModelConfig:
-    """A tiny-random-bert config of ``arch`` (max_len 32, q_len 8, projection dim 16)."""
-    base: dict[str, Any] = {"arch": arch, "name": TINY, "max_len": 32, "q_len": 8, "dim": 16}
+    """A tiny-random-bert config of ``arch`` (max_len 32, q_len 8, projection dim 16, full
+    fine-tuning, temperature 1)."""
+    base: dict[str, Any] = {"arch": arch, "name": TINY, "max_len": 32, "q_len": 8, "dim": 16,
+                            "train_layers": None, "temperature": 1.0}  # fmt: skip
     return ModelConfig(**{**base, **overrides})
 
 

@@ -6,7 +6,9 @@ Tensor methods only, so the loss tables import without torch (``pipeline.params`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from pipeline.errors import InputError
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -19,26 +21,15 @@ def hinge(
     return (margin - (s_pos.tanh() + a_pos) + (s_neg.tanh() + a_neg)).relu().mean()
 
 
-def margin_of(params: Mapping[str, float]) -> float:
-    """The hinge margin ``m``: params key ``margin``, default 1."""
-    return float(params.get("margin", 1.0))
-
-
-def lambda_for(params: Mapping[str, float], side: str, name: str) -> float:
-    """λ of one side (``"pos"`` or ``"neg"``): ``lambda_<side>`` where given, else ``lambda``.
-
-    Neither present raises ``ValueError`` naming the loss and the keys it accepts.
-    """
-    value = params.get(f"lambda_{side}", params.get("lambda"))
-    if value is None:
-        raise ValueError(
-            f"loss {name!r} needs params 'lambda' (or 'lambda_{side}'); got keys {sorted(params)}"
-        )
-    return float(value)
+def lambda_for(cfg: Any, side: str) -> float:
+    """λ of one side (``"pos"`` or ``"neg"``): the config's ``lambda_<side>`` where it has
+    one set, else its ``lambda`` (the configs guarantee one of them)."""
+    value = getattr(cfg, f"lambda_{side}", None)
+    return float(cfg.lambda_ if value is None else value)
 
 
 def column(batch: Mapping[str, Tensor], key: str, like: Tensor, name: str) -> Tensor:
     """``batch[key]`` with ``like``'s dtype and device; a missing key raises ``ValueError``."""
     if key not in batch:
-        raise ValueError(f"loss {name!r} needs batch key {key!r}; got {sorted(batch)}")
+        raise InputError(f"loss {name!r} needs batch key {key!r}; got {sorted(batch)}")
     return batch[key].to(dtype=like.dtype, device=like.device)

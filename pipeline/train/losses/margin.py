@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pipeline.train.losses._pairwise import hinge, margin_of
+from pipeline.config import Checked
+from pipeline.train.losses._pairwise import hinge
 from pipeline.train.losses.common import Loss
 
 if TYPE_CHECKING:
@@ -14,22 +15,20 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class MarginConfig:
+class MarginConfig(Checked):
     """The hinge ``margin`` (default 1)."""
 
     margin: float = 1.0
 
 
-def loss(
-    s_pos: Tensor, s_neg: Tensor, batch: Mapping[str, Tensor], params: Mapping[str, float]
-) -> Tensor:
+def loss(s_pos: Tensor, s_neg: Tensor, batch: Mapping[str, Tensor], cfg: MarginConfig) -> Tensor:
     """``mean(max(0, m - tanh(s⁺) + tanh(s⁻)))``, the unregularised base loss.
 
     Paper: OpenMatch (Liu et al., SIGIR 2021), the recipe of the bias-aware ranking papers.
-    Inputs: scores ``s_pos``/``s_neg`` ``[batch]``; params ``margin`` (default 1).
+    Inputs: scores ``s_pos``/``s_neg`` ``[batch]``; ``margin`` (default 1).
     ``batch`` is not read.
     """
-    return hinge(s_pos, s_neg, 0.0, 0.0, margin_of(params))
+    return hinge(s_pos, s_neg, 0.0, 0.0, cfg.margin)
 
 
-RECORD = Loss("margin", loss, MarginConfig)
+RECORD = Loss("margin", MarginConfig, fn=loss)

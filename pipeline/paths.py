@@ -1,0 +1,79 @@
+"""Where every pipeline artifact lives, relative to the repository root: the one place the
+library and the stages spell them (``dvc.yaml`` declares the same paths as the stages' deps
+and outs; ``tests/unit/test_paths.py`` checks that the two agree)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DATA = Path("data")
+CORPUS = DATA / "corpus.parquet"
+QUERIES = DATA / "queries.parquet"
+QRELS = DATA / "qrels.parquet"
+QRELS_TREC = DATA / "qrels.trec"
+TRIPLES = DATA / "triples.parquet"
+FIRST_STAGE = DATA / "first_stage.parquet"
+ALIGNMENTS = DATA / "alignments.parquet"
+DOC_SCORES = DATA / "doc_scores.parquet"
+QUERY_COMPLEXITY = DATA / "query_complexity.parquet"
+CANDIDATES = DATA / "candidates.parquet"
+TRAIN_CANDIDATES = DATA / "train_candidates.parquet"
+FEATURES = DATA / "features.safetensors"
+TRANSFER = DATA / "transfer"
+"""The held-out collection (``transfer_data``): its own corpus, queries, qrels, candidates."""
+TRANSFER_CANDIDATES = TRANSFER / "candidates.parquet"
+EVAL = Path("eval")
+METRICS = Path("metrics")
+PLOTS = Path("plots")
+REPORT_PLOTS = PLOTS / "report"
+LIVE = Path("dvclive")
+CHECKPOINTS = Path("checkpoints")
+CURRICULUM_PLOTS = PLOTS / "curriculum"
+AUDIT_CSV = METRICS / "audit_edbt2022.csv"
+AUDIT_MD = METRICS / "audit_edbt2022.md"
+
+
+def ordered(method: str) -> Path:
+    """The method's triples in training order (``order@<method>``)."""
+    return DATA / "order" / f"{method}.parquet"
+
+
+def order_profile(method: str) -> Path:
+    """How Ψ⁺ moves through the method's order (a DVC plot)."""
+    return PLOTS / "order" / f"{method}.csv"
+
+
+def models(method: str, sub: str = "") -> Path:
+    """The method's trained models (``sub``: a ``seed-<n>`` folder, or none)."""
+    return Path("models", method, sub)
+
+
+def model(method: str, sub: str, fold: int) -> Path:
+    """One fold's trained model."""
+    return models(method, sub) / f"fold-{fold}"
+
+
+def checkpoints(method: str, sub: str, fold: int) -> Path:
+    """One fold's resumable training checkpoints: outside the stage's outs, so DVC keeps
+    them when a killed stage reruns."""
+    return CHECKPOINTS / method / sub / f"fold-{fold}"
+
+
+def runs(method: str, sub: str = "") -> Path:
+    """The folder of the method's run (``run.parquet``, ``run.trec``)."""
+    return Path("runs", method, sub)
+
+
+def evals(method: str, sub: str = "") -> Path:
+    """The folder of the method's evaluation (``per_query.parquet``, ``metrics.json``)."""
+    return EVAL / method / sub
+
+
+def metrics(method: str) -> Path:
+    """The method's metrics for ``dvc metrics`` (flat keys)."""
+    return METRICS / f"{method}.json"
+
+
+def live(method: str) -> Path:
+    """The method's DVCLive training log (``metrics.json``, ``plots/metrics/<run>/*.tsv``)."""
+    return LIVE / method
