@@ -20,8 +20,7 @@ CANDIDATES = DATA / "candidates.parquet"
 TRAIN_CANDIDATES = DATA / "train_candidates.parquet"
 FEATURES = DATA / "features.safetensors"
 TRANSFER = DATA / "transfer"
-"""The held-out collection (``transfer_data``): its own corpus, queries, qrels, candidates."""
-TRANSFER_CANDIDATES = TRANSFER / "candidates.parquet"
+"""The held-out collection (``transfer_data``, one DVC out): ``transfer_table(name)``."""
 EVAL = Path("eval")
 METRICS = Path("metrics")
 PLOTS = Path("plots")
@@ -77,3 +76,8 @@ def metrics(method: str) -> Path:
 def live(method: str) -> Path:
     """The method's DVCLive training log (``metrics.json``, ``plots/metrics/<run>/*.tsv``)."""
     return LIVE / method
+
+
+def transfer_table(name: str) -> Path:
+    """A table of the held-out collection: ``corpus``, ``queries``, ``qrels``, ``candidates``."""
+    return TRANSFER / f"{name}.parquet"

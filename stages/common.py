@@ -52,7 +52,7 @@ def texts(transfer: bool = True) -> tuple[dict[str, str], dict[str, str]]:
 
     tables = [(paths.QUERIES, paths.CORPUS)]
     if transfer:
-        tables.append((paths.TRANSFER / "queries.parquet", paths.TRANSFER / "corpus.parquet"))
+        tables.append((paths.transfer_table("queries"), paths.transfer_table("corpus")))
     queries: dict[str, str] = {}
     docs: dict[str, str] = {}
     for q_path, c_path in tables:

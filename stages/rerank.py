@@ -39,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             return load_ranker(paths.model(method, sub, fold))
 
     candidates = io.read_table(paths.CANDIDATES, schemas.CANDIDATES)
-    transfer = io.read_table(paths.TRANSFER_CANDIDATES, schemas.CANDIDATES)
+    transfer = io.read_table(paths.transfer_table("candidates"), schemas.CANDIDATES)
     features = load_features(paths.FEATURES)
     write_method_runs(params, method, load, candidates, texts(), features, models=models,
                       transfer=transfer)  # fmt: skip

@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         io.write_table(run, paths.runs(ns.method, sub) / "weak.parquet", schemas.RUN)
     log.info("train@%s: %d logged steps, final loss %.4f", ns.method, curve.height,
              curve["loss"][-1])  # fmt: skip
-    transfer = io.read_table(paths.TRANSFER_CANDIDATES, schemas.CANDIDATES)
+    transfer = io.read_table(paths.transfer_table("candidates"), schemas.CANDIDATES)
     write_method_runs(  # each seed's runs by its saved models, reloaded as users get them
         ns.params, ns.method, lambda seed, sub, fold: load_ranker(models / sub / f"fold-{fold}"),
         candidates, text, features, models=models, transfer=transfer,

@@ -20,16 +20,16 @@ class CurriculumConfig(Checked):
     method's own ``psi`` (which its loss reads). ``n_buckets``: equal-size Ψ buckets, or
     ``all`` = one triple per bucket. ``mu``: centre of the Gaussian bucket weights; ``None``
     = min (``low_to_high``) or max (``high_to_low``) of the values. ``sigma``: its width.
-    ``seed``: ``None`` = ``train.seed``. ``mu_units``: ``value`` (Ψ, the paper) or ``rank``
-    (Ψ's rank quantile in [0, 1], so both directions are equally strict; see
-    docs/decisions.md).
+    ``seed``: ``None`` = the run seed (each of ``train.seeds`` draws its own order).
+    ``mu_units``: ``value`` (Ψ, the paper) or ``rank`` (Ψ's rank quantile in [0, 1], so both
+    directions are equally strict; see docs/decisions.md).
     """
 
     psi: PsiColumn = "tf_abs"
     n_buckets: Annotated[int, Range(ge=1)] | Literal["all"] = 10
     mu: float | None = None
     sigma: Annotated[float, Range(gt=0)] = 1.0
-    seed: int | None = 42
+    seed: int | None = None
     mu_units: Literal["value", "rank"] = "value"
 
     def buckets(self) -> int | None:

@@ -15,13 +15,14 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
+from pipeline.config import Checked
 from pipeline.ordering.common import Inputs, Ordering, rng, shuffled, with_positive_psi
 
 KEEP = {"neutral_only": pl.col("psi") == 0.0, "biased_only": pl.col("psi") > 0.0}
 
 
 @dataclass(frozen=True)
-class SizeMatchedConfig:
+class SizeMatchedConfig(Checked):
     """``match``: the filter whose kept count is matched; ``by_query``: as ``shuffle``."""
 
     match: Literal["neutral_only", "biased_only"] = "neutral_only"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from pipeline.config import Checked, ParamsError, Range
@@ -22,7 +22,7 @@ class TrainConfig(Checked):
     global batch of ``batch_size``. ``length_window`` = W groups triples of similar length
     into batches within each run of W consecutive batches (``pipeline.train.loop.batch_plan``).
     ``checkpoint_every``: a resumable checkpoint every N steps. ``seeds``: train each method
-    once per seed (``seed-<n>/`` folders); ``None`` = once, seeded by ``seed``.
+    once per seed (``seed-<n>/`` folders; default 1, 2, 3); ``None`` = once, seeded by ``seed``.
     """
 
     seed: int = 42
@@ -40,7 +40,7 @@ class TrainConfig(Checked):
     device: str = "auto"
     devices: Annotated[int, Range(ge=1)] = 1
     checkpoint_every: Annotated[int, Range(ge=1)] | None = None
-    seeds: Annotated[list[int], Range(ge=0)] | None = None
+    seeds: Annotated[list[int], Range(ge=0)] | None = field(default_factory=lambda: [1, 2, 3])
     length_window: Annotated[int, Range(ge=1)] | None = None
     keep_models: Literal["first", "all"] = "first"
 

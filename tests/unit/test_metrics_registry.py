@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import math
+import typing
 
 import polars as pl
 import pytest
 
 from pipeline.metrics import METRICS, EvalInputs, get_metric, measure_of
+from pipeline.metrics.common import Direction
 from pipeline.metrics.suite import evaluate
 
 SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64, "rank": pl.Int64}
@@ -133,5 +135,5 @@ def test_every_family_reports_the_measures_its_record_declares(name: str) -> Non
     assert declared <= floats
     assert all(measure_of(c) is not None for c in floats - {"var.complexity"}), floats
     for m in METRICS[name].measures:
-        assert m.description and m.lo <= m.hi and m.direction in ("↑", "↓", "→0", "→0.5")
+        assert m.description and m.lo <= m.hi and m.direction in typing.get_args(Direction)
         assert m.magnitude is None or measure_of(m.magnitude.format(k=10)) is not None

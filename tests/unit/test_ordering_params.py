@@ -26,7 +26,7 @@ def _raw() -> dict[str, Any]:
 def test_shipped_orderings_load_into_their_configs() -> None:
     p = parse_params(_raw())
     assert p.orderings["curriculum"] == CurriculumConfig(
-        psi="tf_abs", n_buckets=10, mu=None, sigma=1.0, seed=42, mu_units="value"
+        psi="tf_abs", n_buckets=10, mu=None, sigma=1.0, seed=None, mu_units="value"
     )
     assert p.orderings["lws"] == LwsConfig(rate=0.6, top=5, by_query=True)
     assert p.orderings["biased_only"] == ShuffleConfig(by_query=True) == p.orderings["shuffle"]

@@ -98,6 +98,8 @@ def test_malformed_yaml_names_file(tmp_path: Path) -> None:
 
 def test_seeds_give_one_folder_per_seed() -> None:
     raw = yaml.safe_load(Path("params.yaml").read_text())
+    assert parse_params(raw).train.seed_runs() == [(s, f"seed-{s}") for s in (1, 2, 3)]
+    raw["train"]["seeds"] = None
     assert parse_params(raw).train.seed_runs() == [(42, "")]
     raw["train"]["seeds"] = [3, 1]
     assert parse_params(raw).train.seed_runs() == [(3, "seed-3"), (1, "seed-1")]
