@@ -195,9 +195,23 @@ def _coverage(t: Training | None, n: object) -> str:
     return f"The method's metrics (`metrics/<method>.json`) over {n} test queries."
 
 
-def export(method: str, fold: int, out: Path, root: Path = Path(".")) -> Path:
-    """Copy ``models/<method>/fold-<fold>`` to ``out`` with a card that has the metrics."""
-    src = root / paths.model(method, "", fold)
+def model_dir(method: str, fold: int, root: Path = Path("."), seed: int | None = None) -> Path:
+    """``models/<method>/[seed-<n>/]fold-<fold>``: seed ``seed``'s model, or (``None``) the
+    first kept seed's of ``train.seeds`` (``train.keep_models``), or the unseeded folder."""
+    if seed is not None:
+        return root / paths.model(method, f"seed-{seed}", fold)
+    from pipeline.params import load_params
+
+    sub = load_params(root / "params.yaml").train.kept_runs()[0][1]
+    return root / paths.model(method, sub, fold)
+
+
+def export(
+    method: str, fold: int, out: Path, root: Path = Path("."), seed: int | None = None
+) -> Path:
+    """Copy the model of ``method``'s fold ``fold`` (``model_dir``) to ``out`` with a card
+    that has the metrics."""
+    src = model_dir(method, fold, root, seed)
     if not src.is_dir():
         raise FileNotFoundError(f"{src}: no trained model; run `dvc repro train@{method}`")
     # copyfile: DVC's cache links are read-only, the export must not be
@@ -215,9 +229,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("method")
     parser.add_argument("--fold", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=None,
+                        help="a seed of train.seeds (default: the first, whose models are kept)")
     parser.add_argument("--out", required=True, type=Path)
     ns = parser.parse_args(argv)
-    print(export(ns.method, ns.fold, ns.out))
+    print(export(ns.method, ns.fold, ns.out, seed=ns.seed))
 
 
 if __name__ == "__main__":

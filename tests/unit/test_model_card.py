@@ -31,8 +31,8 @@ def _project(root: Path) -> None:
              "gap-male-wins": 0.6, "n_queries": 8}  # fmt: skip
         (root / "metrics" / f"{row}.json").write_text(json.dumps(m))
     model = tiny_ranker("bi_encoder", train_layers=1).save(
-        root / "models" / "penalty_relevant" / "fold-1"
-    )
+        root / "models" / "penalty_relevant" / "seed-1" / "fold-1"
+    )  # the default's train.seeds [1, 2, 3]: the first seed's models are kept
     for f in model.rglob("*"):  # as DVC leaves files it links from its cache: read-only
         if f.is_file():
             os.chmod(f, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
