@@ -8,15 +8,28 @@ candidates, the tiny random BERT, two optimiser steps, two methods.
 The values are written with the types the params keys take (`dataset.msmarco_passage.query_set`
 a quoted string, `train.lr` with a decimal point: YAML 1.1 reads `3e-6` as a string) and set
 straight into params.yaml. Every key is in params.yaml now (issue #25: each source owns its
-section `dataset.<source>`), so `dvc exp run -S` takes them; issue #22 part 2 reads `DOC` from
-the doc itself and applies it with `dvc exp run -S`.
+section `dataset.<source>`), so `dvc exp run -S` takes them. `doc_settings` reads the doc's
+commands (named by `EXPERIMENTS`); `test_profiles_are_the_docs` applies them through DVC's own
+`-S` code and checks that they give the same validated params as `DOC`, so a command changed in
+the doc fails that test until `DOC`, and with it what the stage tests run, follows.
 """
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
 from typing import Any
 
 import yaml
+
+from pipeline.report import docs
+
+DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "paper-scale.md"
+EXPERIMENTS = {  # profile -> the `dvc exp run -n NAME` of its command in DOC_PATH
+    "msmarco-215": "bert-mini",
+    "msmarco-1765": "bert-mini-1765",
+    "trec-fair-2022": "trec-fair-2022",
+}
 
 BERT_MINI_215 = [
     "dataset.name=msmarco-passage", "dataset.msmarco_passage.n_triples=3000000",
@@ -67,15 +80,33 @@ def settings(profile: str) -> list[str]:
     return [*DOC[profile], *MINIATURE[profile], *TINY_MODEL]
 
 
-def overrides(profile: str) -> dict[str, Any]:
-    """`settings(profile)` as a nested params mapping (values parsed as YAML, as DVC's `-S`),
-    with `methods` replaced by `METHODS`."""
-    out: dict[str, Any] = {"methods": METHODS}
-    for item in settings(profile):
+def nested(items: list[str]) -> dict[str, Any]:
+    """`key=value` settings as a nested params mapping (values parsed as YAML)."""
+    out: dict[str, Any] = {}
+    for item in items:
         key, value = item.split("=", 1)
         *sections, name = key.split(".")
         node = out
         for section in sections:
             node = node.setdefault(section, {})
         node[name] = yaml.safe_load(value)
+    return out
+
+
+def overrides(profile: str) -> dict[str, Any]:
+    """`settings(profile)` as a nested params mapping, with `methods` replaced by `METHODS`."""
+    return {"methods": METHODS, **nested(settings(profile))}
+
+
+def doc_settings(path: Path = DOC_PATH) -> dict[str, list[str]]:
+    """The `-S` values of every `dvc exp run -n NAME` command in the doc's `params` blocks."""
+    out: dict[str, list[str]] = {}
+    for block in docs.parse(path):
+        if block.kind != "params":
+            continue
+        words = shlex.split(block.text.replace("\\\n", " "), comments=True)
+        if words[:3] != ["dvc", "exp", "run"] or "-n" not in words:
+            continue
+        name = words[words.index("-n") + 1]
+        out[name] = [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-S", "--set-param")]
     return out

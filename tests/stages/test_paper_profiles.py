@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -17,9 +18,17 @@ import yaml
 
 from pipeline import io
 from pipeline.audit import RUNS_DIR
+from pipeline.params import load_params
 from tests.conftest import Miniature, NoNetwork
-from tests.stages.conftest import make_repo, run
-from tests.stages.paper_profiles import DOC, METHODS, overrides
+from tests.stages.conftest import ROOT, make_repo, run
+from tests.stages.paper_profiles import (
+    DOC,
+    EXPERIMENTS,
+    METHODS,
+    doc_settings,
+    nested,
+    overrides,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -100,8 +109,28 @@ def test_trec_fair_2022(tmp_path: Path, miniature: Miniature, no_network: NoNetw
     assert all(s.startswith("skipped") for s in audit["status"])  # MS MARCO only
 
 
-def test_profiles_are_the_docs() -> None:
-    """The overrides start from the doc's settings (part 2 reads them from the doc)."""
-    assert "dataset.name=msmarco-passage" in DOC["msmarco-215"]
+def test_profiles_are_the_docs(tmp_path: Path) -> None:
+    """Each doc command, applied through DVC's own `-S` code (as `dvc exp run` applies it),
+    gives the params that `DOC`, which the tests above run, gives."""
+    from dvc.utils.hydra import apply_overrides
+
+    commands = doc_settings()
+    assert set(EXPERIMENTS.values()) <= set(commands), sorted(commands)
+    base = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    for profile, name in EXPERIMENTS.items():
+        by_dvc = tmp_path / f"{name}-dvc.yaml"
+        by_dvc.write_text((ROOT / "params.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+        apply_overrides(str(by_dvc), commands[name])
+        by_test = tmp_path / f"{name}-test.yaml"
+        by_test.write_text(yaml.safe_dump(merged(base, nested(DOC[profile]))), encoding="utf-8")
+        assert load_params(by_dvc) == load_params(by_test), profile
     assert overrides("msmarco-1765")["dataset"]["msmarco_passage"]["query_set"] == "1765"
     assert overrides("msmarco-215")["train"]["seeds"] == [1, 2, 3]
+
+
+def merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """`base` with the nested mapping `extra` set into it (a copy)."""
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) else value
+    return out
