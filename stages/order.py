@@ -39,9 +39,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     io.write_table(ordered, paths.ordered(ns.method), schemas.ORDERED_TRIPLES)
     rho, tenths = psi_profile(ordered)
     rho_g, groups = psi_profile(ordered, ns.params.train.group_size)  # as trained
-    profile = tenths.with_columns(
-        spearman=rho, spearman_groups=rho_g, psi_mean_groups=groups["psi_mean"]
-    )
+    by_group = groups.select("tenth", pl.col("psi_mean").alias("psi_mean_groups"))
+    profile = tenths.with_columns(spearman=rho, spearman_groups=rho_g).join(
+        by_group, on="tenth", how="left"
+    )  # a tenth with no group start (few groups) is empty
     io.write_text(profile.write_csv(float_precision=6), paths.order_profile(ns.method))
     log.info(
         "order@%s: %s ordering, %d triples over %d seed(s) (from %d rows of triples.parquet); "
