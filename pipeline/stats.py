@@ -35,7 +35,10 @@ per-query metric tables and `stages/evaluate.py` to per-seed aggregates.
   distinct seed sets and rejected a true null in 18% of simulated cases at α = 0.05
   (tests/unit/test_stats_two_level.py keeps the simulation for this model: ≈ 5%).
 - `mde`: minimal detectable effect of a two-sided paired test at level α/m with power
-  1 − β: `(z_{1−α/(2m)} + z_{1−β}) · sd / √n` (SPEC §4.9; normal approximation).
+  1 − β: `(z_{1−α/(2m)} + z_{1−β}) · sd / √n` (SPEC §4.9; normal approximation), the
+  queries' part alone; `mde_se`: the same from a test's own standard error and degrees of
+  freedom, `(t_{df,1−α/(2m)} + t_{df,1−β}) · se`, which includes the seeds' part (the
+  design as run: with 3 seeds the seed part can dominate).
 - `sign_test`: exact two-sided binomial sign test of `plus` vs `minus` (ties dropped).
 """
 
@@ -246,6 +249,20 @@ def mde(sd: float, n: int, n_compared: int = 1, alpha: float = 0.05, power: floa
         raise ValueError(f"mde: need at least one query, got n = {n}")
     z = z_quantile(1 - alpha / (2 * max(1, n_compared))) + z_quantile(power)
     return z * sd / math.sqrt(n)
+
+
+def mde_se(
+    se: float, df: float | None, n_compared: int = 1, alpha: float = 0.05, power: float = 0.8
+) -> float:
+    """Minimal detectable effect of the test over queries × seeds whose standard error is
+    ``se`` with ``df`` degrees of freedom (``None`` or infinite: normal quantiles), two-sided
+    at level ``alpha / n_compared`` with the given power."""
+    q_a, q_b = 1 - alpha / (2 * max(1, n_compared)), power
+    if df is None or not math.isfinite(df):
+        return (z_quantile(q_a) + z_quantile(q_b)) * se
+    from scipy import stats
+
+    return float(stats.t.ppf(q_a, df) + stats.t.ppf(q_b, df)) * se
 
 
 def sign_test(plus: int, minus: int) -> float:

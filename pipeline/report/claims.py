@@ -27,8 +27,6 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from pipeline.stats import mde
-
 # (metric, what a higher value means): "fair"/"unfair"/"effective"; the order of the text
 HEADLINE = (
     ("MRR@10", "effective"),
@@ -122,20 +120,22 @@ def claims(cmp: pl.DataFrame, baseline: str, skip: Sequence[str] = ()) -> list[C
 
 def design_rows(cmp: pl.DataFrame, baseline: str, skip: Sequence[str] = ()) -> pl.DataFrame:
     """Per headline metric: the baseline's value and seed spread, the pooled sd of the
-    per-query differences and the MDE of the design (queries, seeds, m compared)."""
+    per-query differences and the MDE of the design (queries, seeds, m compared): the root
+    mean square of the compared methods' MDEs (each from its test's standard error, seeds'
+    part included)."""
     compared = cmp.filter(~pl.col("method").is_in([baseline, *skip]))
-    m = max(1, compared["method"].n_unique())
     rows = []
     for metric, _ in HEADLINE:
         part = compared.filter(pl.col("metric") == metric)
         base = cmp.filter((pl.col("method") == baseline) & (pl.col("metric") == metric))
         sds = [s for s in part["sd_diff"].to_list() if s is not None]
-        if not sds or base.height == 0:
+        gaps = [g for g in part["mde"].to_list() if g is not None]
+        if not sds or not gaps or base.height == 0:
             continue
         pooled = math.sqrt(sum(s * s for s in sds) / len(sds))
+        gap = math.sqrt(sum(g * g for g in gaps) / len(gaps))
         n = int(part["n_pairs"].max())  # type: ignore[arg-type]
         value = base["mean"][0]
-        gap = mde(pooled, n, m)
         rows.append({"metric": metric, "baseline": value, "seed_std": base["std"][0],
                      "pooled_sd": pooled, "n": n, "mde": gap,
                      "mde_pct": 100 * gap / abs(value) if value else None})  # fmt: skip
@@ -161,8 +161,12 @@ def findings_markdown(
         "test over queries × seeds (crossed random effects for query and seed on the paired "
         "differences, Satterthwaite df; pipeline/stats.py `seed_query_test`), Bonferroni over "
         f"the {len(methods)} compared methods. MDE = the difference this design detects with "
-        f"80% power at α = {alpha:g}/{len(methods)}, from the pooled per-query sd of the "
-        "differences (SPEC §4.9). Seed spread: the baseline's std over seeds.", "",
+        f"80% power at α = {alpha:g}/{len(methods)}: (t_df quantiles) × the test's standard "
+        "error, which holds the seeds' part of the variance as well as the queries', pooled "
+        "over the compared methods (root mean square; each comparison's own MDE is in "
+        "comparison.csv). With few seeds the seed part can dominate: the per-query sd alone "
+        "would promise a smaller MDE than the design delivers. Seed spread: the baseline's std "
+        "over seeds.", "",
         "| metric | baseline | seed spread | pooled sd of differences | MDE | MDE % of baseline |",
         "|---|---:|---:|---:|---:|---:|",
     ]  # fmt: skip

@@ -22,7 +22,8 @@ For each method and metric:
   only where it excludes zero); `se`, `df`: the standard error and its degrees of freedom;
 - `sd_diff`, `mde`: the standard deviation over queries of the per-query differences of
   the seed means, and the minimal detectable effect of the design that was run at 80% power
-  and level `alpha / m` (`pipeline.stats.mde`).
+  and level `alpha / m`, from the test's own standard error and df, so it includes the
+  seeds' part of the variance (`pipeline.stats.mde_se`).
 
 Several seeds: a method's per-query metrics may be a mapping `seed → frame`. The aggregate is
 then the mean ± sample standard deviation (ddof 1) over seeds of the per-seed aggregates; the
@@ -50,7 +51,7 @@ from pipeline.stats import (
     TTest,
     adjust,
     bonferroni,
-    mde,
+    mde_se,
     mean_std,
     seed_query_test,
     sign_test,
@@ -273,7 +274,7 @@ def _tested_row(
         "diff": test.diff, "ci_low": test.low, "ci_high": test.high, "ci_adj_low": lo,
         "ci_adj_high": hi, "se": test.se, "df": test.df if np.isfinite(test.df) else None,
         "p": test.p, "n_pairs": test.n_queries,
-        "mde": None if sd is None else mde(sd, test.n_queries, m, alpha),
+        "mde": mde_se(test.se, test.df, m, alpha) if np.isfinite(test.se) else None,
     }  # fmt: skip
 
 

@@ -11,7 +11,6 @@ import pytest
 
 from pipeline.report.claims import HEADLINE, claims, design_rows, findings_markdown
 from pipeline.report.significance import compare
-from pipeline.stats import mde
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 120
@@ -60,13 +59,14 @@ def test_a_claim_needs_its_adjusted_interval_to_exclude_zero(cmp: pl.DataFrame) 
             assert c.low is not None and c.high is not None and c.low <= 0 <= c.high
 
 
-def test_design_rows_give_the_mde_of_the_pooled_sd(cmp: pl.DataFrame) -> None:
+def test_design_rows_pool_the_sd_and_the_mdes(cmp: pl.DataFrame) -> None:
     rows = {r["metric"]: r for r in design_rows(cmp, "baseline", ["bm25"]).iter_rows(named=True)}
     part = cmp.filter(~pl.col("method").is_in(["baseline", "bm25"])
                       & (pl.col("metric") == "NFaiRR@10"))  # fmt: skip
     pooled = float(np.sqrt(np.mean(np.square(part["sd_diff"].to_numpy()))))
     assert rows["NFaiRR@10"]["pooled_sd"] == pytest.approx(pooled)
-    assert rows["NFaiRR@10"]["mde"] == pytest.approx(mde(pooled, N, 3))
+    gaps = part["mde"].to_numpy()  # each from its test's se (seeds' part included)
+    assert rows["NFaiRR@10"]["mde"] == pytest.approx(float(np.sqrt(np.mean(np.square(gaps)))))
     text = findings_markdown(cmp, "baseline", skip=["bm25"], seeds=[1, 2, 3])
     assert "3 seeds (1, 2, 3)" in text and f"{N} queries" in text
     assert "- **same**: no detectable difference" in text

@@ -128,3 +128,13 @@ def test_report_params_are_validated() -> None:
     raw["report"] = {"bootstrap_samples": 10}
     with pytest.raises(ParamsError, match=r"report\.bootstrap_samples"):
         parse_params(raw)
+
+
+def test_mde_from_a_tests_se_includes_what_few_seeds_cost() -> None:
+    from pipeline.stats import mde, mde_se
+
+    sd, n = 0.04, 117
+    assert mde_se(sd / n**0.5, None, 27) == pytest.approx(mde(sd, n, 27))  # normal: the same
+    assert mde_se(sd / n**0.5, float("inf"), 27) == pytest.approx(mde(sd, n, 27))
+    # a seed part with 2 degrees of freedom (3 seeds): t quantiles, far larger
+    assert mde_se(sd / n**0.5, 2.0, 27) > 3 * mde(sd, n, 27)
