@@ -124,6 +124,7 @@ def dvc() -> Callable[..., subprocess.CompletedProcess[str]]:
     return call
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`-n 2 --dist loadgroup`, scripts/test.sh) the tests that use the
     session's tiny-profile repository run in one worker, which reproduces it once; the kill
