@@ -237,6 +237,8 @@ class _Run:
         total = cfg.total_steps(len(self.groups))
         optimizer, scheduler = _optimizer(self.trainable, cfg, self.device, total)
         state = saver.resume(self.trainable, optimizer, scheduler) if saver else TrainState()
+        for row in state.rows if log else ():  # resumed: the log gets the rows before too
+            log(int(row["step"]), {k: v for k, v in row.items() if k != "step"})  # type: ignore[misc]
         net = distributed.wrap(self.model, self.device, self.rank)
         bar = progress(total=total, initial=state.step, desc=desc, unit="step",
                        disable=not self.rank.is_main)  # fmt: skip
