@@ -122,18 +122,3 @@ def dvc() -> Callable[..., subprocess.CompletedProcess[str]]:
         return run([sys.executable, "-m", "dvc", *args], repo, check=check)
 
     return call
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`-n 2 --dist loadgroup`, scripts/test.sh) the tests that use the
-    session's tiny-profile repository run in one worker, which reproduces it once; the kill
-    campaign, the longest of them, gets its own worker (building its own copy there costs
-    less than waiting). Without xdist the marks do nothing."""
-    for item in items:
-        names = getattr(item, "fixturenames", ())
-        if "campaign_repo" in names:
-            item.add_marker(pytest.mark.xdist_group("kill-campaign"))
-        elif "tiny_repo" in names:
-            item.add_marker(pytest.mark.xdist_group("tiny"))
-
