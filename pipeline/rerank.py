@@ -130,23 +130,39 @@ def write_method_runs(
     transfer: pl.DataFrame | None = None,
 ) -> None:
     """Rerank with ``load(seed, seed folder, fold)`` for every seed of ``train.seeds`` (one
-    seed, ``train.seed``, for an untrained model) → ``<out>/<method>/[seed-<n>/]run.parquet``
-    and ``run.trec`` (its ir_metadata in ``run.trec.ir_metadata.yaml``). ``models``: the
-    trained models' root, hashed into the metadata (``models/<method>``). ``transfer``: the
-    held-out collection's candidates, reranked by every fold model → ``…/transfer.parquet``
-    (column ``fold``)."""
+    seed, ``train.seed``, for an untrained model) and write the runs (:func:`write_runs`).
+    ``transfer``: the held-out collection's candidates, reranked by the fold models that
+    ``transfer.fold_models`` names → ``…/transfer.parquet`` (column ``fold``)."""
     for seed, sub in params.seed_runs_of(method):
         run, moved = rerank_folds(
             lambda fold, s=seed, d=sub: load(s, d, fold),  # type: ignore[misc]
             candidates, texts, params.rerank.batch_size, features, transfer,
             params.transfer.fold_models,
         )  # fmt: skip
-        folder = paths.runs(method, sub) if out is None else out / method / sub
-        io.write_table(run, str(folder / "run.parquet"), schemas.RUN)
-        if moved is not None:
-            io.write_table(moved, str(folder / "transfer.parquet"), schemas.RUN)
-        model_dir = models / sub if models is not None else None
-        meta = build_metadata(params, method, seed=seed, model_dir=model_dir)
-        io.write_trec_run(run, str(folder / "run.trec"), tag=method, metadata=meta)
-        n_queries = run["query_id"].n_unique()
-        logger.info("%s: %s: %d queries, %d rows", method, folder, n_queries, run.height)
+        write_runs(params, method, seed, sub, run, moved, models=models, out=out)
+
+
+def write_runs(
+    params: Params,
+    method: str,
+    seed: int,
+    sub: str,
+    run: pl.DataFrame,
+    moved: pl.DataFrame | None = None,
+    *,
+    models: Path | None = None,
+    out: Path | None = None,
+) -> None:
+    """One seed's runs → ``<out>/<method>/[seed-<n>/]run.parquet`` and ``run.trec`` (its
+    ir_metadata in ``run.trec.ir_metadata.yaml``), and the held-out collection's ``moved``
+    → ``transfer.parquet``. ``models``: the trained models' root, hashed into the metadata
+    (``models/<method>``)."""
+    folder = paths.runs(method, sub) if out is None else out / method / sub
+    io.write_table(run, str(folder / "run.parquet"), schemas.RUN)
+    if moved is not None:
+        io.write_table(moved, str(folder / "transfer.parquet"), schemas.RUN)
+    model_dir = models / sub if models is not None else None
+    meta = build_metadata(params, method, seed=seed, model_dir=model_dir)
+    io.write_trec_run(run, str(folder / "run.trec"), tag=method, metadata=meta)
+    n_queries = run["query_id"].n_unique()
+    logger.info("%s: %s: %d queries, %d rows", method, folder, n_queries, run.height)

@@ -7,9 +7,11 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from pipeline.errors import disk_full_line, is_disk_full, is_expected
 from pipeline.params import Params, load_params
+from pipeline.timing import Phases, startup_seconds
 
 Extra = Callable[[argparse.ArgumentParser], None]
 
@@ -17,7 +19,11 @@ Extra = Callable[[argparse.ArgumentParser], None]
 def setup(
     description: str, argv: Sequence[str] | None, method: bool = False, extra: Extra | None = None
 ) -> argparse.Namespace:
-    """Parse the stage's arguments, configure logging and load params.yaml into `ns.params`."""
+    """Parse the stage's arguments, configure logging and load params.yaml into `ns.params`;
+    `ns.clock` (pipeline.timing) times the stage's phases from the process's start-up on,
+    and `run_stage` logs them when the stage ends."""
+    global _CLOCK
+    _CLOCK = (Phases({"start-up": startup_seconds() or 0.0}), "")
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--params", default="params.yaml", help="params file (default params.yaml)")
     if method:
@@ -30,14 +36,25 @@ def setup(
     for noisy in ("bm25s", "numba", "urllib3", "filelock", "fsspec"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     ns.params = load_params(ns.params)
+    stage = Path(sys.argv[0]).stem if argv is None else "stage"
+    _CLOCK = (_CLOCK[0], f"{stage}@{ns.method}" if method else stage)
+    ns.clock = _CLOCK[0]
     return ns
+
+
+_CLOCK: tuple[Phases, str] | None = None
+"""The running stage's phases and its label (``train@baseline``), set by ``setup``."""
 
 
 def run_stage(main: Callable[[Sequence[str] | None], None]) -> None:
     """Run `main`; the project's own errors (`pipeline.errors`) and a full disk end with one
     clear line and exit 1; anything else (a bug, CUDA out of memory) keeps its traceback."""
+    global _CLOCK
+    _CLOCK = None
     try:
         main(None)
+        if _CLOCK is not None:
+            logging.getLogger("stages").info("%s", _CLOCK[0].line(_CLOCK[1]))
     except Exception as e:
         if not is_expected(e) and not is_disk_full(e):
             raise

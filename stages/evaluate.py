@@ -28,22 +28,27 @@ def _args(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv, method=True, extra=_args)
-    p, shared, m = ns.params.evaluate, runner.read_shared(), ns.method
+    clock = ns.clock  # seconds by phase: the stage's last log line (stages.common)
+    p, m, seeds = ns.params.evaluate, ns.method, ns.params.seed_runs_of(ns.method)
     if not ns.first_stage and m != ZERO_SHOT:
         get_method(ns.params, m)
-    runs = runner.read_runs(m, ns.params.seed_runs_of(m), shared, ns.first_stage)
+    with clock("inputs"):
+        shared = runner.read_shared()
+        runs = runner.read_runs(m, seeds, shared, ns.first_stage)
     trec_fair = ns.params.dataset.name == runner.TREC_FAIR
     info = runner.run_info(m, shared.doc_scores, shared.complexity)
     per_seed: dict[int, dict[str, float]] = {}
     for seed, sub, run in runs:
-        per_seed[seed], per_query = runner.evaluate_run(run, shared, p, trec_fair=trec_fair)
+        with clock("metrics"):
+            per_seed[seed], per_query = runner.evaluate_run(run, shared, p, trec_fair=trec_fair)
         if trec_fair:  # the track's submission files of this run (seed 004 §3.6)
             write_submissions(run, paths.evals(m, sub), temperature=p.exposure_temperature)
         runner.write_eval(per_query, {**per_seed[seed], **info}, paths.evals(m, sub))
     several = runs[0][1] != ""  # seed-<n>/ folders: train.seeds is set
     result = {**(runner.over_seeds(per_seed) if several else per_seed[runs[0][0]]), **info}
-    result |= runner.weak_metrics(m, ns.params.seed_runs_of(m), shared, p)
-    moved = runner.transfer_metrics(m, ns.params.seed_runs_of(m), p, ns.first_stage)
+    with clock("weak and transfer metrics"):
+        result |= runner.weak_metrics(m, seeds, shared, p)
+        moved = runner.transfer_metrics(m, seeds, p, ns.first_stage)
     std = {**result.get("std", {}), **moved.pop("std", {})}
     result |= moved | ({"std": std} if std else {})
     if several:

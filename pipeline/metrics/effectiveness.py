@@ -24,9 +24,14 @@ documents).
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import logging
+import sys
 import warnings
 from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -130,23 +135,62 @@ def _padded(rows: pl.DataFrame, n_queries: int) -> np.ndarray:
 
 
 def _ranx_evaluate(qrels: np.ndarray, run: np.ndarray, metrics: list[str]) -> dict[str, np.ndarray]:
-    """Call `ranx.evaluate(..., return_mean=False)`; imported lazily (ranx loads numba)."""
+    """What `ranx.evaluate(qrels, run, metrics, return_mean=False, threads=<all>)` returns
+    for arrays: each metric's kernel from `ranx.metrics.metric_switch`, on numba's threads
+    (one for fewer than 10 queries, as ranx does). `ranx_metrics` loads the kernels."""
     import numba
-    import ranx
 
-    # ranx 0.3 mislabels a single-metric result (KeyError), so always ask for two or more.
-    request = metrics if len(metrics) > 1 else metrics * 2
+    kernels = ranx_metrics()
+    threads = 1 if len(qrels) < 10 else numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
+    numba.set_num_threads(threads)
+    out = {}
     with warnings.catch_warnings():
         # ranx's compiled kernels warn about an internal uint64 -> int64 cast.
         warnings.simplefilter("ignore", numba.NumbaTypeSafetyWarning)
-        scores = ranx.evaluate(
-            qrels,
-            run,
-            request,
-            return_mean=False,
-            threads=numba.config.NUMBA_NUM_THREADS,  # type: ignore[attr-defined]
-        )
-    return {m: np.asarray(scores[m]) for m in metrics}
+        for metric in metrics:
+            name, _, k = metric.partition("@")
+            out[metric] = np.asarray(kernels.metric_switch(name)(qrels, run, int(k or 0), 1))
+    return out
+
+
+def ranx_metrics() -> ModuleType:
+    """ranx's metric kernels, `ranx.metrics`, without running `ranx/__init__.py` first.
+
+    ranx's package `__init__` imports all of ranx: fusion, plots (matplotlib), statistical
+    tests (scipy.stats) and its data structures (pandas, ir_datasets), ~3 s of every
+    evaluate process for code this module never calls (benchmarks/README.md, "Time of the
+    default run"); `ranx.metrics` imports only numba and numpy. So unless ranx is already
+    imported, `ranx` is registered as a :class:`_LazyPackage`: its submodules import (and
+    numba loads their cached kernels) without its `__init__`, which runs only when code
+    reads a name it defines (`ranx.evaluate`, `from ranx import Qrels`): ranx whole, as
+    usual. The numba threading layer is set as ranx's `__init__` sets it.
+    """
+    if "ranx" not in sys.modules:
+        import numba
+
+        spec = importlib.util.find_spec("ranx")
+        if spec is None or spec.loader is None or spec.submodule_search_locations is None:
+            raise ModuleNotFoundError("ranx is not installed: pip install ranx (requirements.lock)")
+        numba.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]
+        package = importlib.util.module_from_spec(spec)
+        package.__class__ = _LazyPackage
+        sys.modules["ranx"] = package
+    return importlib.import_module("ranx.metrics")
+
+
+class _LazyPackage(ModuleType):
+    """A package whose `__init__` runs at the first read of a name it has not got (the
+    names its `__init__` defines); importing its submodules does not run it."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self.__class__ = ModuleType  # type: ignore[assignment]  # an ordinary module now
+        loader = self.__spec__.loader if self.__spec__ else None
+        if loader is None:
+            raise AttributeError(name)
+        loader.exec_module(self)
+        return getattr(self, name)
 
 
 RECORD = Metric(

@@ -22,7 +22,7 @@ import logging
 import multiprocessing
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -35,14 +35,16 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Job:
     """One model to train: its seed (and seed folder), fold and the fold's triples in
-    training order; ``test``: the fold's test candidates (EqualizeIR's weak learner reranks
-    them)."""
+    training order; ``test``: the fold's test candidates (the saved model reranks them, and
+    so does EqualizeIR's weak learner); ``transfer``: whether the saved model also reranks
+    the held-out collection (``transfer.fold_models``)."""
 
     seed: int
     sub: str
     fold: int
     triples: pl.DataFrame
     test: pl.DataFrame | None = None
+    transfer: bool = False
 
     @property
     def name(self) -> str:
@@ -52,10 +54,15 @@ class Job:
 
 @dataclass(frozen=True)
 class Result:
-    """What a job gives back: its training curve and EqualizeIR weak run (or None)."""
+    """What a job gives back: its training curve, EqualizeIR weak run (or None), the saved
+    model's runs of the fold's test candidates and of the held-out collection (or None) and
+    the seconds of its phases (``pipeline.timing``)."""
 
     curve: pl.DataFrame
     weak_run: pl.DataFrame | None
+    run: pl.DataFrame | None = None
+    transfer_run: pl.DataFrame | None = None
+    seconds: Mapping[str, float] = field(default_factory=dict)
 
 
 JobFn = Callable[[Any, Job, StepSink | None], Result]
