@@ -18,9 +18,11 @@ jobs run in the calling process and log as they go.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,9 +81,13 @@ def _start(fn: JobFn, context: Any, threads: int) -> None:
     _STATE.update(fn=fn, context=context)
 
 
-def _run(job: Job) -> tuple[Result, list[tuple[int, dict[str, float]]]]:
+def _run(
+    job: Job, state: Mapping[str, Any] | None = None
+) -> tuple[Result, list[tuple[int, dict[str, float]]]]:
+    """Run ``job`` with the process's job function and context; its result and log rows."""
     rows: list[tuple[int, dict[str, float]]] = []
-    result = _STATE["fn"](_STATE["context"], job, lambda step, v: rows.append((step, dict(v))))
+    state = _STATE if state is None else state
+    result = state["fn"](state["context"], job, lambda step, v: rows.append((step, dict(v))))
     return result, rows
 
 
@@ -89,22 +95,97 @@ def run_jobs(
     fn: JobFn, context: Any, jobs: Sequence[Job], workers: int, threads: int,
     logs: Callable[[str], StepSink | None] | None = None,
 ) -> list[Result]:  # fmt: skip
-    """Every job's result, in job order; with ``workers`` > 1 in that many fresh processes
-    of ``threads`` torch threads each. ``logs(name)``: the sink of the job's log rows."""
+    """Every job's result, in job order; with ``workers`` > 1 in that many processes of
+    ``threads`` torch threads each: this one and ``workers`` − 1 fresh ones, each taking
+    the next job in order when it is free (this process starts at once, while the others
+    start up and import). ``logs(name)``: the sink of the job's log rows, given every job's
+    rows in job order once all are done."""
     if workers <= 1 or len(jobs) <= 1:
         return [fn(context, job, logs(job.name) if logs else None) for job in jobs]
     count = min(workers, len(jobs))
-    log.info("training %d models in %d worker processes (%d thread(s) each)",
-             len(jobs), count, threads)  # fmt: skip
+    log.info("training %d models in %d processes (this one and %d started; %d thread(s) each)",
+             len(jobs), count, count - 1, threads)  # fmt: skip
+    done: dict[int, tuple[Result, list[tuple[int, dict[str, float]]]]] = {}
+    queue = _Queue(len(jobs))
+    errors: list[BaseException] = []
     spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(count, mp_context=spawn, initializer=_start,
+    with ProcessPoolExecutor(count - 1, mp_context=spawn, initializer=_start,
                              initargs=(fn, context, threads)) as pool:  # fmt: skip
-        done = list(pool.map(_run, jobs))
-    for job, (_, rows) in zip(jobs, done, strict=True):
+
+        def feed() -> None:  # one thread per started process: its next job, then wait
+            try:
+                for i in queue.take(first=True):
+                    done[i] = pool.submit(_run, jobs[i]).result()
+            except BaseException as e:  # re-raised below, in this thread
+                errors.append(e)
+                queue.stop()
+
+        feeders = [threading.Thread(target=feed, daemon=True) for _ in range(count - 1)]
+        for feeder in feeders:
+            feeder.start()
+        queue.wait_first(count - 1)  # every started process has a job: this one takes the rest
+        with _torch_threads(threads):
+            _STATE_HERE.update(fn=fn, context=context)
+            try:
+                for i in queue.take():
+                    done[i] = _run(jobs[i], _STATE_HERE)
+            except BaseException:
+                queue.stop()
+                raise
+        for feeder in feeders:
+            feeder.join()
+    if errors:
+        raise errors[0]
+    for i, job in enumerate(jobs):
         sink = logs(job.name) if logs else None
-        for step, values in rows if sink else ():
+        for step, values in done[i][1] if sink else ():
             sink(step, values)  # type: ignore[misc]
-    return [result for result, _ in done]
+    return [done[i][0] for i in range(len(jobs))]
+
+
+class _Queue:
+    """Job indices 0..n-1, each taken once, in order, by whichever process is free."""
+
+    def __init__(self, n: int) -> None:
+        self._next, self._n, self._lock = 0, n, threading.Lock()
+        self._first = threading.Semaphore(0)
+        self._stopped = False
+
+    def take(self, first: bool = False) -> Iterator[int]:
+        while True:
+            with self._lock:
+                i, self._next = self._next, self._next + 1
+                if i >= self._n or self._stopped:
+                    if first:
+                        self._first.release()
+                    return
+            if first:
+                self._first.release()
+                first = False
+            yield i
+
+    def wait_first(self, count: int) -> None:
+        for _ in range(count):
+            self._first.acquire()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+
+
+_STATE_HERE: dict[str, Any] = {}
+
+
+@contextlib.contextmanager
+def _torch_threads(threads: int) -> Iterator[None]:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def weak_runs(jobs: Sequence[Job], results: Sequence[Result]) -> dict[str, pl.DataFrame]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -49,21 +50,22 @@ def test_effectiveness_loads_ranx_kernels_only_and_ranx_whole_later() -> None:
     """MRR/nDCG load `ranx.metrics` without ranx's `__init__` (matplotlib, scipy.stats,
     pandas' and ir_datasets' imports: pipeline.metrics.effectiveness.ranx_metrics); a later
     `import ranx` still gets all of ranx, whose `evaluate` gives the same values."""
-    code = (
-        "import sys, numpy as np, polars as pl\n"
-        "from pipeline.metrics.effectiveness import ranx_per_query, _padded\n"
-        "run = pl.DataFrame({'query_id': ['a'] * 3 + ['b'] * 3, 'doc_id': list('xyzxyw'),\n"
-        "                    'score': [3.0, 2.0, 1.0] * 2, 'rank': [1, 2, 3] * 2})\n"
-        "qrels = pl.DataFrame({'query_id': ['a', 'b'], 'doc_id': ['y', 'w'], 'relevance': [1, 2]})\n"
-        "ours = ranx_per_query(run, qrels, ['mrr@10', 'ndcg@2'])\n"
-        "heavy = [m for m in ('matplotlib', 'scipy.stats', 'ir_datasets') if m in sys.modules]\n"
-        "import ranx\n"
-        "q = np.array([[[1.0, 1.0]], [[3.0, 2.0]]]); r = np.array([[[0.0, -1], [1.0, -2], [2.0, -3]],\n"
-        "    [[0.0, -1], [1.0, -2], [3.0, -3]]])\n"
-        "theirs = ranx.evaluate(q, r, ['mrr@10', 'ndcg@2'], return_mean=False)\n"
-        "same = all(np.array_equal(ours[m].to_numpy(), theirs[m]) for m in ('mrr@10', 'ndcg@2'))\n"
-        "print(','.join(heavy), same, ours['mrr@10'].to_list(), 'scipy.stats' in sys.modules)"
-    )
+    code = textwrap.dedent("""
+        import sys, numpy as np, polars as pl
+        from pipeline.metrics.effectiveness import ranx_per_query
+        run = pl.DataFrame({"query_id": ["a"] * 3 + ["b"] * 3, "doc_id": list("xyzxyw"),
+                            "score": [3.0, 2.0, 1.0] * 2, "rank": [1, 2, 3] * 2})
+        qrels = pl.DataFrame({"query_id": ["a", "b"], "doc_id": ["y", "w"],
+                              "relevance": [1, 2]})
+        ours = ranx_per_query(run, qrels, ["mrr@10", "ndcg@2"])
+        heavy = [m for m in ("matplotlib", "scipy.stats", "ir_datasets") if m in sys.modules]
+        import ranx
+        q = np.array([[[1.0, 1.0]], [[3.0, 2.0]]])
+        r = np.array([[[0.0, -1], [1.0, -2], [2.0, -3]], [[0.0, -1], [1.0, -2], [3.0, -3]]])
+        theirs = ranx.evaluate(q, r, ["mrr@10", "ndcg@2"], return_mean=False)
+        same = all(np.array_equal(ours[m].to_numpy(), theirs[m]) for m in ("mrr@10", "ndcg@2"))
+        print(",".join(heavy), same, ours["mrr@10"].to_list(), "scipy.stats" in sys.modules)
+    """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     heavy, same, *rest = out.stdout.split(" ", 2)
     assert heavy == "", f"evaluating effectiveness imported {heavy}"

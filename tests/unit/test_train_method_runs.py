@@ -48,7 +48,8 @@ def test_job_runs_equal_reranking_the_saved_models(tmp_path: Path, fold_models: 
                         None, None, cands, transfer)  # fmt: skip
     assert [(r.seed, r.sub) for r in done.runs] == [(1, "seed-1"), (2, "seed-2")]
     for r in done.runs:
-        run, moved = rerank_folds(lambda fold, sub=r.sub: load_ranker(tmp_path / sub / f"fold-{fold}"),
+        folder = tmp_path / r.sub
+        run, moved = rerank_folds(lambda fold, d=folder: load_ranker(d / f"fold-{fold}"),
                                   cands, (QUERIES, DOCS), params.rerank.batch_size, None,
                                   transfer, fold_models)  # fmt: skip
         assert r.run.equals(run) and r.transfer is not None and moved is not None
