@@ -5,7 +5,9 @@ states are computed once here (length-sorted batches) and every train/rerank sta
 them instead of recomputing them (pipeline.models.base). Families that encode each text on
 its own (a family record's `per_text`: bi_encoder, late_interaction) use them; for the
 cross-encoder (a sequence per query–document pair) and without `train_layers` the file
-holds no states.
+holds no states. The batches are spread over `train.workers` processes (this one and the
+others it starts), each computed as one process alone computes it: the states do not depend
+on the number of workers (which is why `train.workers` is not among the stage's params).
 """
 
 from __future__ import annotations
@@ -14,8 +16,7 @@ import logging
 from collections.abc import Sequence
 
 from pipeline import paths
-from pipeline.models.features import save_features
-from pipeline.models.registry import build_ranker, get_family
+from pipeline.models.features import compute_features, save_features
 from stages.common import run_stage, setup, texts, torch_threads
 
 log = logging.getLogger("stages.features")
@@ -25,13 +26,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv)
     params = ns.params
     torch_threads(params)
-    queries, docs = texts()
-    ranker = build_ranker(params.model, params.train.seed)
-    if get_family(params.model.arch).per_text:
-        ranker.bind(queries, docs)
-        ranker.warm(list(queries), list(docs))
-    save_features(ranker.features(), paths.FEATURES)
-    log.info("features: frozen-bottom states of %d texts", len(ranker.features()))
+    with ns.clock("states"):  # the batches spread over train.workers processes, as training
+        features = compute_features(params.model, params.train.seed, texts(),
+                                    params.train.workers, params.train.threads)  # fmt: skip
+    save_features(features, paths.FEATURES)
+    log.info("features: frozen-bottom states of %d texts", len(features))
 
 
 if __name__ == "__main__":

@@ -258,14 +258,28 @@ class Ranker(nn.Module):
     def warm(self, qids: Sequence[str], dids: Sequence[str], batch_size: int = 64) -> None:
         """Fill the frozen-bottom cache for these pairs in length-sorted batches (much less
         padding than filling it step by step); a no-op without ``train_layers``."""
+        for batch in self.warm_batches(qids, dids, batch_size):
+            self.fill(batch)
+
+    def warm_batches(
+        self, qids: Sequence[str], dids: Sequence[str], batch_size: int = 64
+    ) -> list[list[Key]]:
+        """The batches :meth:`warm` fills: the sequences of these pairs without cached states,
+        sorted by token length, ``batch_size`` at a time (none without ``train_layers``).
+        A batch's states do not depend on which process fills it (:meth:`fill`)."""
         if not self.cut:
-            return
+            return []
         keys = [k for k in dict.fromkeys(self.sequence_keys(qids, dids)) if k not in self._bottom]
         toks = self.tokens(keys, self.make_tokens)
         order = sorted(range(len(keys)), key=lambda i: len(toks[i][0]))
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            self._fill_bottom([keys[i] for i in chunk], [toks[i] for i in chunk])
+        return [[keys[i] for i in order[start : start + batch_size]]
+                for start in range(0, len(order), batch_size)]  # fmt: skip
+
+    def fill(self, keys: Sequence[Key]) -> dict[Key, Tensor]:
+        """Compute and cache the frozen bottom's states of the sequences ``keys`` as one
+        batch; their states."""
+        self._fill_bottom(keys, self.tokens(keys, self.make_tokens))
+        return {k: self._bottom[k] for k in keys}
 
     def features(self) -> dict[Key, Tensor]:
         """The cached frozen-bottom states (what the ``features`` stage saves)."""

@@ -1,5 +1,8 @@
-"""Frozen-bottom features on disk (``data/features.safetensors``): text key → states.
+"""Frozen-bottom features (``data/features.safetensors``): text key → states.
 
+:func:`compute_features` runs the frozen bottom of ``model.arch`` over every text in
+length-sorted batches, spread over ``workers`` processes (each batch is computed as one
+process alone would compute it, so the states do not depend on the number of workers).
 Keys ``("q", query_id)`` / ``("d", doc_id)`` are stored as ``"q\\x1f<id>"``; written
 atomically (temporary file, then rename).
 """
@@ -7,13 +10,15 @@ atomically (temporary file, then rename).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
 from pipeline.io import ArtifactError, atomic_path
-from pipeline.models.base import Key
+from pipeline.models.base import Key, Ranker
+from pipeline.models.config import ModelConfig
 
 SEP = "\x1f"
 
@@ -36,3 +41,70 @@ def load_features(path: str | Path) -> dict[Key, Tensor]:
             f"{p}: unreadable features file ({exc}); rerun the features stage"
         ) from exc
     return {tuple(k.split(SEP)): v for k, v in tensors.items()}
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """One length-sorted batch of sequences whose states a process computes."""
+
+    index: int
+    keys: list[Key]
+
+    @property
+    def name(self) -> str:
+        return f"batch-{self.index}"
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What each process builds its ranker from (sent once to each worker)."""
+
+    cfg: ModelConfig
+    seed: int
+    texts: tuple[Mapping[str, str], Mapping[str, str]]
+
+
+_RANKERS: dict[int, Ranker] = {}
+
+
+def _ranker(setup: _Setup) -> Ranker:
+    """This process's ranker of ``setup``, built and bound once."""
+    from pipeline.models.registry import build_ranker
+
+    if id(setup) not in _RANKERS:
+        _RANKERS.clear()
+        ranker = build_ranker(setup.cfg, setup.seed)
+        ranker.bind(*setup.texts)
+        _RANKERS[id(setup)] = ranker
+    return _RANKERS[id(setup)]
+
+
+def _fill(setup: _Setup, batch: _Batch, _log: object) -> dict[Key, Tensor]:
+    return _ranker(setup).fill(batch.keys)
+
+
+def compute_features(
+    cfg: ModelConfig,
+    seed: int,
+    texts: tuple[Mapping[str, str], Mapping[str, str]],
+    workers: int = 1,
+    threads: int = 1,
+) -> dict[Key, Tensor]:
+    """The frozen bottom's states of every query and document of ``texts`` (in the order
+    of :meth:`Ranker.warm`'s batches; empty for a family that encodes pairs or without
+    ``train_layers``), computed in ``workers`` processes of ``threads`` torch threads."""
+    from pipeline.models.registry import get_family
+    from pipeline.train.jobs import run_jobs
+
+    if not get_family(cfg.arch).per_text:
+        return {}
+    setup = _Setup(cfg, seed, texts)
+    ranker = _ranker(setup)  # states already cached in this process are not computed again
+    batches = ranker.warm_batches(list(texts[0]), list(texts[1]))
+    jobs = [_Batch(i, keys) for i, keys in enumerate(batches)]
+    for states in run_jobs(_fill, setup, jobs, workers, threads):
+        ranker.preload(states)
+    cached = ranker.features()
+    computed = [k for keys in batches for k in keys]  # as Ranker.warm orders them
+    return {**{k: v for k, v in cached.items() if k not in set(computed)},
+            **{k: cached[k] for k in computed}}  # fmt: skip

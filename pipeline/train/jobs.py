@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import polars as pl
 
@@ -67,13 +67,22 @@ class Result:
     seconds: Mapping[str, float] = field(default_factory=dict)
 
 
-JobFn = Callable[[Any, Job, StepSink | None], Result]
-"""``fn(context, job, log)``: trains and saves one model (a module-level function)."""
+class Named(Protocol):
+    """A job: anything with a ``name`` (its log's name), e.g. :class:`Job`."""
+
+    @property
+    def name(self) -> str: ...
+
+
+J = TypeVar("J", bound=Named)
+R = TypeVar("R")
+JobFn = Callable[[Any, J, StepSink | None], R]
+"""``fn(context, job, log)``: e.g. trains and saves one model (a module-level function)."""
 
 _STATE: dict[str, Any] = {}
 
 
-def _start(fn: JobFn, context: Any, threads: int) -> None:
+def _start(fn: JobFn[J, R], context: Any, threads: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
@@ -82,8 +91,8 @@ def _start(fn: JobFn, context: Any, threads: int) -> None:
 
 
 def _run(
-    job: Job, state: Mapping[str, Any] | None = None
-) -> tuple[Result, list[tuple[int, dict[str, float]]]]:
+    job: J, state: Mapping[str, Any] | None = None
+) -> tuple[Any, list[tuple[int, dict[str, float]]]]:
     """Run ``job`` with the process's job function and context; its result and log rows."""
     rows: list[tuple[int, dict[str, float]]] = []
     state = _STATE if state is None else state
@@ -92,9 +101,9 @@ def _run(
 
 
 def run_jobs(
-    fn: JobFn, context: Any, jobs: Sequence[Job], workers: int, threads: int,
+    fn: JobFn[J, R], context: Any, jobs: Sequence[J], workers: int, threads: int,
     logs: Callable[[str], StepSink | None] | None = None,
-) -> list[Result]:  # fmt: skip
+) -> list[R]:  # fmt: skip
     """Every job's result, in job order; with ``workers`` > 1 in that many processes of
     ``threads`` torch threads each: this one and ``workers`` − 1 fresh ones, each taking
     the next job in order when it is free (this process starts at once, while the others
@@ -105,7 +114,7 @@ def run_jobs(
     count = min(workers, len(jobs))
     log.info("training %d models in %d processes (this one and %d started; %d thread(s) each)",
              len(jobs), count, count - 1, threads)  # fmt: skip
-    done: dict[int, tuple[Result, list[tuple[int, dict[str, float]]]]] = {}
+    done: dict[int, tuple[R, list[tuple[int, dict[str, float]]]]] = {}
     queue = _Queue(len(jobs))
     errors: list[BaseException] = []
     spawn = multiprocessing.get_context("spawn")
