@@ -79,6 +79,10 @@ def _main(ns: argparse.Namespace) -> int:
         return 0
     rows = runner.status(root, grid) if ns.command == "status" else runner.collect(root, grid)
     sys.stdout.write(_table(rows))
+    job = runner.data_job(root, grid) if ns.command == "status" else None
+    if job is not None:
+        sys.stdout.write(f"data job {job.job}: {job.state} ({job.slurm_state or 'no record'}"
+                         f"), log {job.log}\n")  # fmt: skip
     return 0
 
 

@@ -108,6 +108,18 @@ def status(root: Path, spec: GridSpec) -> list[Row]:
     return rows
 
 
+def data_job(root: Path, spec: GridSpec) -> Row | None:
+    """The latest submission's data job on the current commit (None: none submitted)."""
+    base = base_commit(root)
+    subs = [s for s in submissions(root, spec) if s.base == base and "prepare" in s.jobs]
+    if not subs:
+        return None
+    job = subs[-1].jobs["prepare"]
+    state = slurm.states([job]).get(job)
+    logfile = Path(subs[-1].workdir) / "logs" / f"prepare-{job}.out"
+    return Row("(data stages)", slurm.meaning(state), job, state or "", str(logfile))
+
+
 def submit(root: Path, spec: GridSpec, dry_run: bool = False) -> Submission | None:
     """Submit the grid's experiments that are neither done nor queued nor running: the data
     job, then one array task each, gated on the data job (`--dependency=afterok`). None when
@@ -189,11 +201,23 @@ def _submission(root: Path, spec: GridSpec, todo: Sequence[Experiment]) -> Submi
         workdir=str(workdir(root, spec)), cache_dir=_out(dvc("cache", "dir"), root),
         git_remote=spec.git_remote, git_url=git_url(root, spec.git_remote),
         origin=git_url(root, "origin") if _has_remote(root, "origin") else None,
+        identity=_identity(root),
         dvc_remote=name, dvc_url=url, shared_stages=stages,
         prepare_sets=plan.prepare_sets(root, stages, todo),
         experiments=[{**dataclasses.asdict(e), "targets": list(e.targets),
                       "run_args": e.run_args()} for e in todo],
     )  # fmt: skip
+
+
+def _identity(root: Path) -> dict[str, str]:
+    """The repository's git `user.name` and `user.email`, where set."""
+    out = {}
+    for key in ("user.name", "user.email"):
+        proc = subprocess.run(["git", "config", key], cwd=root, capture_output=True, text=True,
+                              check=False)  # fmt: skip
+        if proc.stdout.strip():
+            out[key] = proc.stdout.strip()
+    return out
 
 
 def _has_remote(root: Path, name: str) -> bool:

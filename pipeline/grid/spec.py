@@ -73,6 +73,9 @@ class GridSpec:
             )
         if not self.methods:
             raise ParamsError("params key 'methods': list at least one method")
+        if self.seeds and any(o.split("=", 1)[0].lstrip("+~") == SEED_KEY for o in self.set_):
+            raise ParamsError(f"params key 'set': {SEED_KEY} is set by `seeds:` (one seed per "
+                              "experiment); remove it from `set`")  # fmt: skip
 
 
 @dataclass(frozen=True)

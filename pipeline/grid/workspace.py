@@ -46,6 +46,7 @@ class Submission:
     git_remote: str
     git_url: str
     origin: str | None
+    identity: dict[str, str]
     dvc_remote: str
     dvc_url: str
     shared_stages: list[str]
@@ -105,6 +106,8 @@ def workspace(sub: Submission, name: str) -> Path:
     remotes = {"origin": sub.origin} if sub.origin else {}
     for name, url in {**remotes, sub.git_remote: sub.git_url}.items():
         call(["git", "remote", "add", name, url], ws)
+    for key, value in sub.identity.items():  # the experiments' commits: the submitter's name
+        call(["git", "config", key, value], ws)
     local = Path(sub.repo) / ".dvc" / "config.local"
     if local.is_file():
         shutil.copy(local, ws / ".dvc" / "config.local")

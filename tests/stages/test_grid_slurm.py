@@ -158,8 +158,10 @@ def test_the_documented_grid_runs_on_slurm_like_a_serial_run(
 
     wait(settled, "the first array", cluster)
     table = run(commands[1], lab, env=env).stdout  # status
-    states = {line.split()[0]: line.split()[1] for line in table.splitlines()[1:-1]}
-    assert states == {e.name: "cancelled" if e.name == killed else "done" for e in experiments}
+    names = {e.name for e in experiments}
+    states = {w[0]: w[1] for w in map(str.split, table.splitlines()) if w and w[0] in names}
+    assert states == {n: "cancelled" if n == killed else "done" for n in names}, table
+    assert re.search(r"^data job \d+: completed \(COMPLETED\)", table, re.MULTILINE), table
     run(commands[2], lab, env=env)  # submit again: only the cancelled one
     assert [e["name"] for e in latest(lab).experiments] == [killed]
     wait(settled, "the rerun", cluster)

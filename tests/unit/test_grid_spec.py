@@ -89,6 +89,7 @@ def test_command_line_replaces_methods_and_seeds_and_adds_overrides(tmp_path: Pa
         ("name: 'a b'\nmethods: [baseline]\n", "letters, digits"),
         ("name: g\nmethods: [baseline]\ntask: {cpus: 0}\n", r"'task.cpus'.*out of range"),
         ("name: g\nmethods: [baseline]\ntask: {gpu: 1}\n", r"'task.gpu' is unknown"),
+        ("name: g\nmethods: [b]\nseeds: [1]\nset: ['train.seeds=[2]']\n", "set by `seeds:`"),
     ],
 )
 def test_grid_file_errors_name_the_key(tmp_path: Path, text: str, match: str) -> None:
