@@ -134,6 +134,7 @@ def _conf(root: Path, host: str) -> str:
         "SelectType=select/cons_tres", "SelectTypeParameters=CR_CPU",
         "AccountingStorageType=accounting_storage/none", "JobAcctGatherType=jobacct_gather/none",
         "JobCompType=jobcomp/none", "MpiDefault=none", "ReturnToService=2", "KillWait=5",
+        "MinJobAge=3600",  # no accounting: squeue is the record of ended jobs
         "SlurmdParameters=config_overrides", "CommunicationParameters=NoInAddrAny",
         f"NodeName={host} NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN",
         f"PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP", "",
