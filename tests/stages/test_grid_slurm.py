@@ -167,7 +167,7 @@ def test_the_documented_grid_runs_on_slurm_like_a_serial_run(
     wait(settled, "the rerun", cluster)
     collected = run(commands[3], lab, env=env).stdout  # collect
     assert collected.count(" collected ") == 4, collected
-    shown = run(commands[4], lab, env=env).stdout  # dvc exp show
+    shown = run(commands[4], lab, env={**env, "COLUMNS": "2000"}).stdout  # dvc exp show
     assert all(e.name in shown for e in experiments), shown
 
     for exp in experiments:
