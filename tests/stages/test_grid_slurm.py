@@ -56,12 +56,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[slurm_cluster.
         started.stop()
 
 
-def documented() -> tuple[list[list[str]], list[list[str]]]:
-    """The commands of the two blocks marked as run by this test: (remotes, grid)."""
+def documented() -> tuple[list[str], list[list[str]]]:
+    """The two blocks marked as run by this test: the remotes' shell lines, and the grid's
+    commands (split as the shell splits them, comments dropped)."""
     blocks = [b.text for b in docs.parse(DOC) if b.kind == "tested-by" and b.name == TEST]
     assert len(blocks) == 2, f"{DOC} should have 2 blocks marked tested-by {TEST}"
-    lines = [[shlex.split(x, comments=True) for x in b.splitlines()] for b in blocks]
-    setup, grid = ([c for c in cmds if c] for cmds in lines)
+    setup = [line for line in blocks[0].splitlines() if line.strip()]
+    grid = [c for c in (shlex.split(x, comments=True) for x in blocks[1].splitlines()) if c]
     return setup, grid
 
 
@@ -91,6 +92,12 @@ def wait(until: Callable[[], bool], what: str, cluster: slurm_cluster.Cluster,
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {timeout} s{cluster.logs()}")
         time.sleep(1)
+
+
+def job_logs(lab: Path) -> str:
+    """The grid's job logs (for a failure's message)."""
+    logs = sorted((lab / ".dvc" / "tmp" / "grid" / "tiny" / "logs").glob("*.out"))
+    return "".join(f"\n--- {p.name}\n{p.read_text(errors='replace')[-4000:]}" for p in logs)
 
 
 def latest(lab: Path) -> Submission:
@@ -141,8 +148,8 @@ def test_the_documented_grid_runs_on_slurm_like_a_serial_run(
     lab, serial = lab_copy(tiny_repo, tmp_path / "lab"), lab_copy(tiny_repo, tmp_path / "ref")
     (tmp_path / "shared").mkdir()
     env = {k: cluster.env[k] for k in ("PATH", "SLURM_CONF")}
-    for cmd in setup:
-        run([a.replace("/shared/", f"{tmp_path}/shared/") for a in cmd], lab)
+    for line in setup:  # as a user types them, the shared folder in the test's own
+        run(["bash", "-c", line.replace("/shared/", f"{tmp_path}/shared/")], lab)
     (lab / "grid.yaml").write_text(GRID)
     experiments = spec.expand(spec.load(lab / "grid.yaml"))
     assert len(experiments) == 4
@@ -157,7 +164,7 @@ def test_the_documented_grid_runs_on_slurm_like_a_serial_run(
         return all(r.state not in ("pending", "running") for r in runner.status(lab, grid))
 
     wait(settled, "the first array", cluster)
-    table = run(commands[1], lab, env=env).stdout  # status
+    table = run(commands[1], lab, env=env).stdout + job_logs(lab)  # status
     names = {e.name for e in experiments}
     states = {w[0]: w[1] for w in map(str.split, table.splitlines()) if w and w[0] in names}
     assert states == {n: "cancelled" if n == killed else "done" for n in names}, table
@@ -166,7 +173,7 @@ def test_the_documented_grid_runs_on_slurm_like_a_serial_run(
     assert [e["name"] for e in latest(lab).experiments] == [killed]
     wait(settled, "the rerun", cluster)
     collected = run(commands[3], lab, env=env).stdout  # collect
-    assert collected.count(" collected ") == 4, collected
+    assert collected.count(" collected ") == 4, collected + job_logs(lab)
     shown = run(commands[4], lab, env={**env, "COLUMNS": "2000"}).stdout  # dvc exp show
     assert all(e.name in shown for e in experiments), shown
 
