@@ -1,0 +1,163 @@
+"""A method's per-query metrics as arrays for the report's tests: one frame or one per seed
+(``PerQuery``), the values of a metric as a ``seeds × queries`` matrix, the fold model of
+each cell, and two methods' matrices with their seeds paired."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import polars as pl
+
+from pipeline.errors import InputError
+from pipeline.metrics.variation import COMPLEXITY
+from pipeline.stats import TTest
+from pipeline.stats import paired_ttest as _ttest
+
+log = logging.getLogger(__name__)
+
+PerQuery = pl.DataFrame | Mapping[int, pl.DataFrame]
+"""One method's per-query metrics: one frame, or one frame per training seed."""
+FOLD = "fold"
+"""The column (per-query frames, or the `folds` table) naming the fold model of a query."""
+QUERY_ATTRIBUTES = frozenset({COMPLEXITY})
+"""Float64 per-query columns that describe the query, not the ranking (the same for every
+method): never compared."""
+
+
+def as_seeds(frames: PerQuery) -> dict[int, pl.DataFrame]:
+    """`frames` as `seed → frame` (a single frame is seed 0)."""
+    if isinstance(frames, pl.DataFrame):
+        return {0: frames}
+    if not frames:
+        raise InputError("a method has an empty mapping of seeds; expected at least one frame")
+    return dict(frames)
+
+
+def metric_columns(frame: pl.DataFrame) -> list[str]:
+    """The Float64 metric columns of a per-query frame (count columns are Int64; query
+    attributes such as ``var.complexity`` are not metrics)."""
+    return [c for c, t in frame.schema.items() if t == pl.Float64 and c not in QUERY_ATTRIBUTES]
+
+
+def query_means(frames: PerQuery, metric: str) -> pl.DataFrame:
+    """`query_id, <metric>`: each query's mean over seeds (nulls skipped; all null → null)."""
+    parts = [
+        f.select("query_id", pl.col(metric).cast(pl.Float64))
+        for f in as_seeds(frames).values()
+        if metric in f.columns
+    ]
+    if not parts:
+        return pl.DataFrame(schema={"query_id": pl.Utf8, metric: pl.Float64})
+    both = pl.concat(parts)
+    return both.group_by("query_id", maintain_order=True).agg(pl.col(metric).mean())
+
+
+def seed_aggregates(frames: PerQuery, metric: str) -> list[float]:
+    """Per seed, the mean of `metric` over its non-null queries (seeds without any left out)."""
+    out = []
+    for frame in as_seeds(frames).values():
+        if metric in frame.columns and frame[metric].drop_nulls().len():
+            out.append(float(frame[metric].drop_nulls().mean()))  # type: ignore[arg-type]
+    return out
+
+
+def paired_values(
+    base: pl.DataFrame, other: pl.DataFrame, metric: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """`(base, other)` values of `metric` on the queries non-null and finite in both, aligned."""
+    pairs = (
+        base.select("query_id", pl.col(metric).alias("_a"))
+        .join(other.select("query_id", pl.col(metric).alias("_b")), on="query_id", how="inner")
+        .drop_nulls()
+        .filter(pl.col("_a").is_finite() & pl.col("_b").is_finite())
+        .sort("query_id")
+    )
+    return pairs["_a"].to_numpy(), pairs["_b"].to_numpy()
+
+
+def paired_ttest(base: pl.DataFrame, other: pl.DataFrame, metric: str) -> TTest:
+    """Paired two-sided t-test of `other − base` over the queries non-null in both."""
+    return _ttest(*paired_values(base, other, metric))
+
+
+def change_pct(value: float | None, base: float | None) -> float | None:
+    """`100 · (value − base) / |base|`; null when either is missing or the base is 0."""
+    if value is None or base is None or base == 0:
+        return None
+    return 100.0 * (value - base) / abs(base)
+
+
+def seed_matrix(frames: PerQuery, metric: str, query_ids: Sequence[str]) -> np.ndarray:
+    """``seeds × queries`` values of ``metric`` in the order of ``query_ids`` (NaN where a
+    seed has no value)."""
+    index = pl.DataFrame({"query_id": list(query_ids)}, schema={"query_id": pl.Utf8})
+    rows = []
+    for frame in as_seeds(frames).values():
+        if metric not in frame.columns:
+            rows.append(np.full(len(query_ids), np.nan))
+            continue
+        col = index.join(frame.select("query_id", pl.col(metric).cast(pl.Float64)),
+                         on="query_id", how="left")[metric]  # fmt: skip
+        rows.append(col.fill_null(float("nan")).to_numpy())
+    return np.vstack(rows)
+
+
+def fold_matrix(
+    frames: PerQuery, query_ids: Sequence[str], folds: pl.DataFrame | None = None
+) -> np.ndarray | None:
+    """``seeds × queries``: the fold whose model scored each query in each seed, from the
+    frames' own `fold` column, else from ``folds`` (`query_id, fold[, seed]`: a split per
+    seed when it has `seed`); null when neither says (each seed is then one model)."""
+    index = pl.DataFrame({"query_id": list(query_ids)}, schema={"query_id": pl.Utf8})
+    rows = []
+    for seed, frame in as_seeds(frames).items():
+        if FOLD in frame.columns:
+            source = frame.select("query_id", FOLD)
+        elif folds is None:
+            return None
+        else:
+            source = folds.filter(pl.col("seed") == seed) if "seed" in folds.columns else folds
+        col = index.join(source.select("query_id", pl.col(FOLD).cast(pl.Int64)), on="query_id",
+                         how="left")[FOLD]  # fmt: skip
+        if col.null_count():
+            missing = index.filter(col.is_null())["query_id"].head(3).to_list()
+            raise InputError(
+                f"folds: {col.null_count()} queries have no fold for seed {seed} (e.g. "
+                f"{missing}); expected a `fold` for every evaluated query (data/queries.parquet)"
+            )
+        rows.append(col.to_numpy())
+    return np.vstack(rows)
+
+
+def aligned(
+    base: PerQuery, other: PerQuery, metric: str, ids: Sequence[str], folds: pl.DataFrame | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float]:
+    """``(other, base, fold, sign)`` matrices, seeds paired: the same seeds on both sides,
+    or a one-seed side as a fixed reference (``sign`` −1: the sides were swapped so that
+    the one with seeds comes first); other seed sets are cut to the seeds they share."""
+    b, o = as_seeds(base), as_seeds(other)
+    if len(o) == 1 < len(b):
+        swapped_o, swapped_b, fold, _ = aligned(other, base, metric, ids, folds)
+        return swapped_o, swapped_b, fold, -1.0
+    if len(b) > 1 and set(b) != set(o):
+        common = sorted(set(b) & set(o))
+        if not common:
+            raise InputError(f"{metric}: the seeds {sorted(o)} and {sorted(b)} share none; "
+                             "train both with the same train.seeds")  # fmt: skip
+        log.warning("%s: seeds %s vs %s: compared on the shared %s", metric, sorted(o),
+                    sorted(b), common)  # fmt: skip
+        b, o = {s: b[s] for s in common}, {s: o[s] for s in common}
+    if len(b) > 1:
+        b = {s: b[s] for s in o}
+    return seed_matrix(o, metric, ids), seed_matrix(b, metric, ids), fold_matrix(o, ids, folds), 1.0
+
+
+def folds_of(queries: pl.DataFrame) -> pl.DataFrame | None:
+    """``query_id, fold[, seed]`` of the queries table (null without a `fold` column: one
+    train/test split, each seed is then one model)."""
+    if FOLD not in queries.columns:
+        return None
+    keep = [c for c in ("query_id", FOLD, "seed") if c in queries.columns]
+    return queries.select(keep).drop_nulls(FOLD)
