@@ -110,9 +110,12 @@ def fold_matrix(
     """``seeds × queries``: the fold whose model scored each query in each seed, from the
     frames' own `fold` column, else from ``folds`` (`query_id, fold[, seed]`: a split per
     seed when it has `seed`); null when neither says (each seed is then one model)."""
+    seeds = as_seeds(frames)
+    if len(seeds) == 1 and FOLD not in next(iter(seeds.values())).columns:
+        return None  # one run: no model component to tell apart, whatever the folds
     index = pl.DataFrame({"query_id": list(query_ids)}, schema={"query_id": pl.Utf8})
     rows = []
-    for seed, frame in as_seeds(frames).items():
+    for seed, frame in seeds.items():
         if FOLD in frame.columns:
             source = frame.select("query_id", FOLD)
         elif folds is None:
