@@ -57,8 +57,9 @@ def transfer_markdown(
         comparison_table(cmp, [*dict.fromkeys(change), "gap-abs"], change=True, skip=skip), "",
         "### Direction", "", direction_table(cmp, skip), "",
         "### Findings (transfer; generated from the intervals, the same rules as above)", "",
-        f"The unit of noise is again the trained model: here {models} per method (a query's "
-        "value is its mean over the fold models of a seed, so each seed is one unit), which "
-        "leaves few degrees of freedom for the model component and wide intervals.", "",
+        f"The unit of noise is again the trained model: {models} units per method (each "
+        "seed's fold-0 model, or with `transfer.fold_models: all` the mean of its fold "
+        "models), which leaves few degrees of freedom for the model component and wide "
+        "intervals.", "",
         *findings_lines(cmp, baseline, skip), "",
     ])  # fmt: skip

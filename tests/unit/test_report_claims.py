@@ -171,19 +171,32 @@ def test_controls_are_compared_with_their_treatment(runs: dict[str, Any]) -> Non
 
 
 def test_committed_findings_are_generated_from_the_committed_intervals() -> None:
-    """Every verdict of the committed metrics/comparison.csv agrees with its intervals, its
-    direction tests and its MDEs, and the committed summary's Findings are exactly those
-    verdicts (and so the README's)."""
-    path = ROOT / "metrics" / "comparison.csv"
+    """Every verdict of the committed metrics/comparison.csv (main and transfer collection)
+    and metrics/controls.csv agrees with its intervals, its direction tests and its MDEs,
+    and the committed summary's Findings are exactly those verdicts (and so the README's)."""
+    cmp = pl.read_csv(ROOT / "metrics" / "comparison.csv", infer_schema_length=None)
     summary = (ROOT / "metrics" / "summary.md").read_text(encoding="utf-8")
-    cmp = pl.read_csv(path, infer_schema_length=None)
     if "target_p_adjusted" not in cmp.columns:
         pytest.skip("the committed results predate the model-unit test (issue 29): dvc repro")
-    main = cmp.filter(~pl.col("metric").str.starts_with("transfer."))
+    main_text, _, transfer_text = summary.partition("\n## Transfer")
+    transfer = pl.col("metric").str.starts_with("transfer.")
     untested = pl.col("diff").is_null() & ~pl.col("method").is_in(["bm25", "zero-shot"])
-    baseline = main.filter(untested)["method"][0]
-    rows = {(r["method"], r["metric"]): r for r in main.iter_rows(named=True)}
-    for v in verdicts(main, baseline, ["bm25", "zero-shot"]):
-        check_verdict(v, rows)
-        assert f"- **{v.method}**: **{v.label}**." in summary, v.method
-    assert {m for m, _ in HEADLINE} <= set(main["metric"])
+    baseline = cmp.filter(~transfer & untested)["method"][0]
+    parts = [(cmp.filter(~transfer), main_text.split("\n## Controls")[0]),
+             (cmp.filter(transfer).with_columns(pl.col("metric").str.strip_prefix("transfer.")),
+              transfer_text)]  # fmt: skip
+    for part, text in parts:
+        rows = {(r["method"], r["metric"]): r for r in part.iter_rows(named=True)}
+        found = verdicts(part, baseline, ["bm25", "zero-shot"])
+        assert found or part.is_empty()
+        for v in found:
+            check_verdict(v, rows)
+            assert f"- **{v.method}**: **{v.label}**." in text, v.method
+    assert {m for m, _ in HEADLINE} <= set(cmp["metric"])
+    controls = pl.read_csv(ROOT / "metrics" / "controls.csv", infer_schema_length=None)
+    for control in controls["control"].unique().to_list():
+        part = controls.filter(pl.col("control") == control)
+        rows = {(r["method"], r["metric"]): r for r in part.iter_rows(named=True)}
+        for v in verdicts(part, control):
+            check_verdict(v, rows)
+            assert f"- **{v.method} − {control}**: **{v.label}**." in summary
