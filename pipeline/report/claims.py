@@ -134,8 +134,8 @@ def direction_claim(method: str, metric: str, row: Row, base: Row | None) -> Cla
     versus = "" if base is None or base.get("mean") is None else f" vs {float(base['mean']):.0%}"
     interval = f"{_num(row['diff'])} [{_num(row['ci_adj_low'])}, {_num(row['ci_adj_high'])}]"
     if side == 0:
-        text = f"{what} as often as the baseline ({float(row['mean']):.0%}{versus}; {interval}, " \
-            f"{mde_text(row)})"  # fmt: skip
+        text = (f"no detectable difference in {metric} ({float(row['mean']):.0%}{versus}; "
+                f"{interval}, {mde_text(row)})")  # fmt: skip
     else:
         text = (f"{what} {'more' if side > 0 else 'less'} often ({float(row['mean']):.0%} of "
                 f"queries{versus}; {interval})")  # fmt: skip

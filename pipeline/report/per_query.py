@@ -89,43 +89,70 @@ def change_pct(value: float | None, base: float | None) -> float | None:
     return 100.0 * (value - base) / abs(base)
 
 
-def seed_matrix(frames: PerQuery, metric: str, query_ids: Sequence[str]) -> np.ndarray:
+class Aligned:
+    """Each frame joined once to a list of query ids, all its columns at a time (the report
+    reads every metric of every method: one join per frame instead of one per metric).
+    Keyed by the frame's identity, so it keeps the frames it has seen alive."""
+
+    def __init__(self) -> None:
+        self._joined: dict[tuple[int, tuple[str, ...]], pl.DataFrame] = {}
+        self._frames: list[pl.DataFrame] = []
+        self._derived: dict[tuple[str, int], pl.DataFrame] = {}
+
+    def column(self, frame: pl.DataFrame, ids: Sequence[str], name: str) -> pl.Series:
+        """``frame[name]`` in the order of ``ids`` (null where a query is missing)."""
+        key = (id(frame), tuple(ids))
+        if key not in self._joined:
+            index = pl.DataFrame({"query_id": list(ids)}, schema={"query_id": pl.Utf8})
+            self._joined[key] = index.join(frame, on="query_id", how="left")
+            self._frames.append(frame)
+        return self._joined[key][name]
+
+    def remember(self, key: tuple[str, int], frame: pl.DataFrame) -> pl.DataFrame:
+        """The frame first remembered under ``key`` (a derived frame, built once)."""
+        return self._derived.setdefault(key, frame)
+
+
+def seed_matrix(
+    frames: PerQuery, metric: str, query_ids: Sequence[str], cache: Aligned | None = None
+) -> np.ndarray:
     """``seeds × queries`` values of ``metric`` in the order of ``query_ids`` (NaN where a
     seed has no value)."""
-    index = pl.DataFrame({"query_id": list(query_ids)}, schema={"query_id": pl.Utf8})
+    cache = cache or Aligned()
     rows = []
     for frame in as_seeds(frames).values():
         if metric not in frame.columns:
             rows.append(np.full(len(query_ids), np.nan))
             continue
-        col = index.join(frame.select("query_id", pl.col(metric).cast(pl.Float64)),
-                         on="query_id", how="left")[metric]  # fmt: skip
+        col = cache.column(frame, query_ids, metric).cast(pl.Float64)
         rows.append(col.fill_null(float("nan")).to_numpy())
     return np.vstack(rows)
 
 
 def fold_matrix(
-    frames: PerQuery, query_ids: Sequence[str], folds: pl.DataFrame | None = None
-) -> np.ndarray | None:
+    frames: PerQuery, query_ids: Sequence[str], folds: pl.DataFrame | None = None,
+    cache: Aligned | None = None,
+) -> np.ndarray | None:  # fmt: skip
     """``seeds × queries``: the fold whose model scored each query in each seed, from the
     frames' own `fold` column, else from ``folds`` (`query_id, fold[, seed]`: a split per
     seed when it has `seed`); null when neither says (each seed is then one model)."""
     seeds = as_seeds(frames)
     if len(seeds) == 1 and FOLD not in next(iter(seeds.values())).columns:
         return None  # one run: no model component to tell apart, whatever the folds
-    index = pl.DataFrame({"query_id": list(query_ids)}, schema={"query_id": pl.Utf8})
+    cache = cache or Aligned()
     rows = []
     for seed, frame in seeds.items():
         if FOLD in frame.columns:
-            source = frame.select("query_id", FOLD)
+            source = frame
         elif folds is None:
             return None
         else:
             source = folds.filter(pl.col("seed") == seed) if "seed" in folds.columns else folds
-        col = index.join(source.select("query_id", pl.col(FOLD).cast(pl.Int64)), on="query_id",
-                         how="left")[FOLD]  # fmt: skip
+            source = cache.remember(("folds", seed), source)
+        col = cache.column(source, query_ids, FOLD).cast(pl.Int64)
         if col.null_count():
-            missing = index.filter(col.is_null())["query_id"].head(3).to_list()
+            index = pl.Series(list(query_ids), dtype=pl.Utf8)
+            missing = index.filter(col.is_null()).head(3).to_list()
             raise InputError(
                 f"folds: {col.null_count()} queries have no fold for seed {seed} (e.g. "
                 f"{missing}); expected a `fold` for every evaluated query (data/queries.parquet)"
@@ -135,14 +162,15 @@ def fold_matrix(
 
 
 def aligned(
-    base: PerQuery, other: PerQuery, metric: str, ids: Sequence[str], folds: pl.DataFrame | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float]:
+    base: PerQuery, other: PerQuery, metric: str, ids: Sequence[str], folds: pl.DataFrame | None,
+    cache: Aligned | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, float]:  # fmt: skip
     """``(other, base, fold, sign)`` matrices, seeds paired: the same seeds on both sides,
     or a one-seed side as a fixed reference (``sign`` −1: the sides were swapped so that
     the one with seeds comes first); other seed sets are cut to the seeds they share."""
     b, o = as_seeds(base), as_seeds(other)
     if len(o) == 1 < len(b):
-        swapped_o, swapped_b, fold, _ = aligned(other, base, metric, ids, folds)
+        swapped_o, swapped_b, fold, _ = aligned(other, base, metric, ids, folds, cache)
         return swapped_o, swapped_b, fold, -1.0
     if len(b) > 1 and set(b) != set(o):
         common = sorted(set(b) & set(o))
@@ -154,7 +182,9 @@ def aligned(
         b, o = {s: b[s] for s in common}, {s: o[s] for s in common}
     if len(b) > 1:
         b = {s: b[s] for s in o}
-    return seed_matrix(o, metric, ids), seed_matrix(b, metric, ids), fold_matrix(o, ids, folds), 1.0
+    cache = cache or Aligned()
+    return (seed_matrix(o, metric, ids, cache), seed_matrix(b, metric, ids, cache),
+            fold_matrix(o, ids, folds, cache), 1.0)  # fmt: skip
 
 
 def folds_of(queries: pl.DataFrame) -> pl.DataFrame | None:

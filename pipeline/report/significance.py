@@ -60,6 +60,7 @@ from pipeline.errors import InputError
 from pipeline.model_test import ModelTest, model_query_test
 from pipeline.report.per_query import (
     FOLD,
+    Aligned,
     PerQuery,
     aligned,
     as_seeds,
@@ -160,11 +161,12 @@ def compare(
         metrics = metric_columns(next(iter(as_seeds(per_query[baseline]).values())))
     compared = [m for m in per_query if m != baseline and m not in reference]
     m_count = max(1, len(compared), family or 0)
+    cache = Aligned()
     rows = []
     for metric in metrics:
         base_mean, _ = mean_std(seed_aggregates(per_query[baseline], metric))
         base_ids = query_means(per_query[baseline], metric)["query_id"].to_list()
-        tested = {m: _test(per_query[baseline], per_query[m], metric, base_ids, folds)
+        tested = {m: _test(per_query[baseline], per_query[m], metric, base_ids, folds, cache)
                   for m in compared}  # fmt: skip
         p_values = [None if t[0] is None else t[0].p for t in tested.values()]
         padded = adjust([*p_values, *[None] * (m_count - len(p_values))], correction)
@@ -176,7 +178,7 @@ def compare(
                                    m_count, alpha)  # fmt: skip
                 if metric in SIGN_TESTED:
                     row |= sign_row(per_query[baseline], frames, metric)
-            row |= balance_row(frames, metric, folds, m_count, alpha)
+            row |= balance_row(frames, metric, folds, m_count, alpha, cache)
             rows.append(row)
     log.info("compared %d methods with %r on %d metrics (model unit, %s)",
              len(compared), baseline, len(metrics), correction)  # fmt: skip
@@ -184,11 +186,12 @@ def compare(
 
 
 def _test(
-    base: PerQuery, other: PerQuery, metric: str, ids: Sequence[str], folds: pl.DataFrame | None
-) -> tuple[ModelTest | None, float | None, float]:
+    base: PerQuery, other: PerQuery, metric: str, ids: Sequence[str], folds: pl.DataFrame | None,
+    cache: Aligned | None = None,
+) -> tuple[ModelTest | None, float | None, float]:  # fmt: skip
     """The model test of ``other − base``, the sd of the per-query differences of the seed
     means, and the sign (−1: the test ran as ``base − other``)."""
-    o, b, fold, sign = aligned(base, other, metric, ids, folds)
+    o, b, fold, sign = aligned(base, other, metric, ids, folds, cache)
     test = model_query_test(o, b, fold)
     keep = np.isfinite(o).all(axis=0) & np.isfinite(b).all(axis=0)
     d = o[:, keep].mean(axis=0) - b[:, keep].mean(axis=0)
@@ -213,16 +216,17 @@ def target_of(metric: str) -> float | None:
 
 
 def balance_row(
-    frames: PerQuery, metric: str, folds: pl.DataFrame | None, m: int, alpha: float
-) -> dict[str, Any]:
+    frames: PerQuery, metric: str, folds: pl.DataFrame | None, m: int, alpha: float,
+    cache: Aligned | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """The balance of a signed metric: its mean against its fair point (model test at the
     Bonferroni level ``1 − alpha / m``)."""
     target = target_of(metric)
     if target is None:
         return {}
     ids = query_means(frames, metric)["query_id"].to_list()
-    values = seed_matrix(frames, metric, ids)
-    test = model_query_test(values, target, fold_matrix(frames, ids, folds))
+    values = seed_matrix(frames, metric, ids, cache)
+    test = model_query_test(values, target, fold_matrix(frames, ids, folds, cache))
     if test is None:
         return {"target": target}
     low, high = test.interval(1 - alpha / m)
