@@ -17,7 +17,8 @@ interval:
   baseline (*more male wins* / *more female wins*); the neutral-first share against the
   baseline. The verdict is **fairer** only where a fairness magnitude improves beyond noise,
   none worsens, and the balance moves beyond noise in neither test; otherwise it names what
-  moved ("fairer by NFaiRR@10, male-leaning"; "neutral first more often, more male wins");
+  moved ("fairer by NFaiRR@10, male-leaning"; "neutral first more often, more male wins";
+  "male-leaning as the baseline" where the baseline leans the same way beyond noise);
   where nothing moved, "no detectable difference in fairness or direction".
 
 :func:`verdicts` returns them as data (the tests compare every one with its intervals);
@@ -81,6 +82,7 @@ class Verdict:
     neutral: str | None
     balance_measured: bool
     claims: tuple[Claim, ...]
+    lean_as_baseline: bool = False
 
 
 def excludes_zero(low: object, high: object) -> int:
@@ -98,7 +100,11 @@ WORDS = {
 
 
 def _num(x: object) -> str:
-    return f"{float(x):+.4f}" if x is not None else "?"  # type: ignore[arg-type]
+    """``+0.0123``; a non-zero value that would print as ±0.0000 keeps two digits."""
+    if x is None:
+        return "?"
+    v = float(x)  # type: ignore[arg-type]
+    return f"{v:+.1e}" if 0 < abs(v) < 5e-5 else f"{v:+.4f}"
 
 
 def mde_text(row: Row) -> str:
@@ -159,9 +165,11 @@ def verdict(method: str, rows: Mapping[tuple[str, str], Row], baseline: str) -> 
                    and c.verdict == "better")  # fmt: skip
     less = tuple(c.metric for c in claims if kinds.get(c.metric, "effective") != "effective"
                  and c.verdict == "worse")  # fmt: skip
-    male = rows.get((method, MALE_WINS), {})
+    male, base_male = rows.get((method, MALE_WINS), {}), rows.get((baseline, MALE_WINS), {})
     lean_side = excludes_zero(male.get("target_low"), male.get("target_high"))
     lean = None if lean_side == 0 else "male-leaning" if lean_side > 0 else "female-leaning"
+    base_side = excludes_zero(base_male.get("target_low"), base_male.get("target_high"))
+    shared = lean_side != 0 and lean_side == base_side
     moved_side = next((1 if c.verdict == "more" else -1 for c in claims
                        if c.metric == MALE_WINS and c.verdict != "none"), 0)  # fmt: skip
     moved = None if moved_side == 0 else "more male wins" if moved_side > 0 else \
@@ -169,8 +177,10 @@ def verdict(method: str, rows: Mapping[tuple[str, str], Row], baseline: str) -> 
     neutral = next((f"neutral first {c.verdict} often" for c in claims
                     if c.metric == NEUTRAL_FIRST and c.verdict != "none"), None)  # fmt: skip
     measured = any(c.metric == MALE_WINS for c in claims)
-    label = _label(fairer, less, lean, moved, neutral, measured)
-    return Verdict(method, label, fairer, less, lean, moved, neutral, measured, tuple(claims))
+    label = _label(fairer, less, lean and (f"{lean} as the baseline" if shared else lean), moved,
+                   neutral, measured)  # fmt: skip
+    return Verdict(method, label, fairer, less, lean, moved, neutral, measured, tuple(claims),
+                   shared)  # fmt: skip
 
 
 def _label(
