@@ -150,8 +150,11 @@ def direction_claim(method: str, metric: str, row: Row, base: Row | None) -> Cla
                  row.get("mde"), text)  # fmt: skip
 
 
-def verdict(method: str, rows: Mapping[tuple[str, str], Row], baseline: str) -> Verdict | None:
-    """The verdict of ``method`` from its rows of a comparison table (null: nothing tested)."""
+def verdict(
+    method: str, rows: Mapping[tuple[str, str], Row], baseline: str, versus: str = "the baseline"
+) -> Verdict | None:
+    """The verdict of ``method`` from its rows of a comparison table (null: nothing tested);
+    ``versus`` names the baseline in the label ("male-leaning as the baseline")."""
     claims = [metric_claim(method, metric, kind, rows[(method, metric)])
               for metric, kind in HEADLINE
               if (method, metric) in rows and rows[(method, metric)].get("diff") is not None]
@@ -177,7 +180,7 @@ def verdict(method: str, rows: Mapping[tuple[str, str], Row], baseline: str) -> 
     neutral = next((f"neutral first {c.verdict} often" for c in claims
                     if c.metric == NEUTRAL_FIRST and c.verdict != "none"), None)  # fmt: skip
     measured = any(c.metric == MALE_WINS for c in claims)
-    label = _label(fairer, less, lean and (f"{lean} as the baseline" if shared else lean), moved,
+    label = _label(fairer, less, lean and (f"{lean} as {versus}" if shared else lean), moved,
                    neutral, measured)  # fmt: skip
     return Verdict(method, label, fairer, less, lean, moved, neutral, measured, tuple(claims),
                    shared)  # fmt: skip

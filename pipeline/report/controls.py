@@ -104,7 +104,7 @@ def controls_markdown(ccmp: pl.DataFrame, pairs: Sequence[Pair], n_controls: int
         part = ccmp.filter((pl.col("control") == p.control)
                            & pl.col("method").is_in([p.control, p.treatment]))  # fmt: skip
         rows = {(r["method"], r["metric"]): r for r in part.iter_rows(named=True)}
-        v = verdict(p.treatment, rows, p.control)
+        v = verdict(p.treatment, rows, p.control, "its control")
         cells = [_cell(rows.get((p.treatment, c))) for c in columns]
         label = v.label if v else "not tested"
         lines.append(f"| {p.name} | {p.isolates} | " + " | ".join(cells) + f" | {label} |")

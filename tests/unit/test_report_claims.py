@@ -19,6 +19,7 @@ from pipeline.report.claims import (
     design_rows,
     excludes_zero,
     mde_text,
+    verdict,
     verdicts,
 )
 from pipeline.report.controls import Pair, compare_controls, controls_markdown
@@ -96,7 +97,7 @@ def check_verdict(
     assert (v.lean is None) == (lean == 0) and (v.moved is None) == (moved == 0)
     if v.lean:
         assert v.lean == ("male-leaning" if lean > 0 else "female-leaning") and v.lean in v.label
-        assert (f"{v.lean} as the baseline" in v.label) == v.lean_as_baseline
+        assert (f"{v.lean} as " in v.label) == v.lean_as_baseline
     if v.moved:
         assert v.moved in v.label
     fairer = bool(v.fairer) and not v.less_fair and lean == 0 and moved == 0
@@ -215,6 +216,9 @@ def test_committed_findings_are_generated_from_the_committed_intervals() -> None
     for control in controls["control"].unique().to_list():
         part = controls.filter(pl.col("control") == control)
         rows = {(r["method"], r["metric"]): r for r in part.iter_rows(named=True)}
-        for v in verdicts(part, control):
+        for name in part["method"].unique().to_list():
+            v = verdict(name, rows, control, "its control")
+            if v is None:
+                continue
             check_verdict(v, rows, tol=1e-6)
             assert f"- **{v.method} − {control}**: **{v.label}**." in summary
