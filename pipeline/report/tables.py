@@ -253,7 +253,7 @@ def direction_table(cmp: pl.DataFrame, skip: Sequence[str] = ()) -> str:
     keys = ("gap-mean", "gap-male-wins", "gap-neutral-first")
     lines = [
         "| method | signed gap | Δ | male wins | vs ½ | Δ | neutral first | Δ |",
-        "|---|" + "---:|" * 8,
+        "|---|" + "---:|" * 7,
     ]
     for m in dict.fromkeys(cmp["method"].to_list()):
         cells = []
