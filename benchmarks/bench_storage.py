@@ -83,6 +83,7 @@ def make_repo(
         params = yaml.safe_load((dest / "params.yaml").read_text())
         if method is not None:
             params["methods"] = {method: params["methods"][method]}
+            params["controls"] = {}  # the default's controls name the methods left out
         if max_steps is not None:
             params["train"]["max_steps"] = max_steps
         (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

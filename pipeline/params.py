@@ -150,6 +150,16 @@ class ReportParams(Checked):
 
 
 @dataclass(frozen=True)
+class ControlParams(Checked):
+    """One entry under ``controls:`` (issue 29): the methods it is a control of, each
+    compared with it directly (treatment − control, by the report's test), and what the
+    pair isolates (one line, shown in the report's *Controls* table)."""
+
+    of: list[str]
+    isolates: str = ""
+
+
+@dataclass(frozen=True)
 class MethodParams:
     """One entry under ``methods:``: how its training data is ordered and its loss terms.
 
@@ -201,6 +211,8 @@ class Params:
     orderings: dict[str, Any] = field(default_factory=dict)
     report: ReportParams = field(default_factory=ReportParams)
     transfer: TransferParams = field(default_factory=TransferParams)
+    # `controls.<control>` → the methods it controls (compared directly: treatment − control)
+    controls: dict[str, ControlParams] = field(default_factory=dict)
 
     def ordering_config(self, method: str) -> Any:
         """The ordering Config that ``method`` trains with: ``orderings.<o>`` with the
@@ -258,6 +270,7 @@ def parse_params(raw: Mapping[str, Any]) -> Params:
     built["methods"] = {
         str(m): _method(str(m), v, built["orderings"]) for m, v in methods_raw.items()
     }
+    built["controls"] = _controls(raw.get("controls"), list(built["methods"]))
     params = Params(**built)
     _check_methods(params)
     return params
@@ -302,6 +315,32 @@ def _orderings(raw: Any) -> dict[str, Any]:
         except ValueError as e:
             raise ParamsError(f"params key 'orderings.{name}': {e}") from e
         out[str(name)] = build(record.config, section, f"orderings.{name}")
+    return out
+
+
+def _controls(raw: Any, methods: list[str]) -> dict[str, ControlParams]:
+    """`controls:` → ``{control: ControlParams}``; every name is a method under `methods:`
+    and no method is its own control."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ParamsError(f"params key 'controls': expected a mapping, got {raw!r}")
+    out = {}
+    for name, section in raw.items():
+        key = f"controls.{name}"
+        cfg = build(ControlParams, section, key)
+        for m in (str(name), *cfg.of):
+            if m not in methods:
+                raise ParamsError(
+                    f"params key {key!r}: {m!r} is not a method under `methods:`; known: "
+                    f"{methods}{did_you_mean(m, methods)}"
+                )
+        if not cfg.of or str(name) in cfg.of or len(set(cfg.of)) != len(cfg.of):
+            raise ParamsError(
+                f"params key '{key}.of': expected the distinct methods that {name!r} is a "
+                f"control of (not itself), got {cfg.of!r}"
+            )
+        out[str(name)] = cfg
     return out
 
 

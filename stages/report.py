@@ -7,9 +7,10 @@ import json
 import logging
 from collections.abc import Sequence
 
-from pipeline import paths
+from pipeline import io, paths, schemas
 from pipeline.params import FIRST_STAGE, REFERENCE_ROWS
 from pipeline.report.build import build_report
+from pipeline.report.per_query import folds_of
 from stages.common import run_stage, setup
 
 log = logging.getLogger("stages.report")
@@ -37,6 +38,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         correction=params.report.correction,
         bootstrap_samples=params.report.bootstrap_samples,
         bootstrap_seed=params.report.bootstrap_seed,
+        folds=folds_of(io.read_table(paths.QUERIES, schemas.QUERIES)),
+        controls=params.controls,
     )
     log.info("report: %d methods (baseline %s), %d files", len(methods), methods[0], len(written))
 

@@ -12,7 +12,10 @@ Per-query columns:
 
 - `gap-mean` = gap (the suite's mean is the mean gap; ≈ 0 for a fair ranker);
 - `gap-abs` = |gap|;
-- `gap-male-wins` = 1.0 if gap > 0 else 0.0 (its mean is the share of male wins);
+- `gap-male-wins` = 1.0 if gap > 0, 0.0 if gap < 0 and 0.5 if the two versions tie (equal
+  scores: a tie is neither gender's win, so a query whose F and M versions tie counts half
+  and a ranker that ties every pair has the fair share ½; issue 29: ties used to count as
+  female wins). Its mean is the share of male wins, ties counting half;
 - `gap-neutral-first` = 1.0 if the relevant neutral version ranks strictly above both the
   female and the male one, else 0.0 (its mean is the neutral-first rate; issue 21: the
   methods that look fairer by NFaiRR rank the neutral version first, then the male one).
@@ -55,7 +58,7 @@ def counterfactual(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
         gap.abs().alias("gap-abs"),
         pl.when(gap.is_null())
         .then(None)
-        .otherwise((gap > 0).cast(pl.Float64))
+        .otherwise(gap.sign().cast(pl.Float64) * 0.5 + 0.5)
         .alias("gap-male-wins"),
         pl.when(gap.is_null() | pl.col("rank_n").is_null())
         .then(None)
@@ -103,7 +106,8 @@ RECORD = Metric(
                 table="overall", magnitude="gap-abs", ir_measures="gap_mean"),
         Measure("gap-abs", "↓", "|rank of the female − rank of the male relevant version|",
                 lo=0.0, table="overall", ir_measures="gap_abs"),
-        Measure("gap-male-wins", "→0.5", "share of queries whose male version ranks higher",
+        Measure("gap-male-wins", "→0.5", "share of queries whose male version ranks higher "
+                "(F/M ties count ½)",
                 lo=0.0, hi=1.0, table="overall", ir_measures="gap_male_wins"),
         Measure("gap-neutral-first", "·", "share of queries whose relevant neutral version "
                 "ranks strictly above both gendered ones", lo=0.0, hi=1.0, table="overall",

@@ -13,6 +13,7 @@ Outputs (all written atomically):
 | `<out_dir>/summary.md` | per cut-off: absolute table (a), % change vs baseline (b), gap tables |
 | `<out_dir>/summary.csv` | one row per method, every numeric key of its metrics.json |
 | `<out_dir>/comparison.csv` | one row per (method, metric): mean, std, change, CI, t, p, adj. p |
+| `<out_dir>/controls.csv` | the same per control pair (treatment − control; column `control`) |
 | `<out_dir>/comparison_ranx.json` | the headline metrics compared as a ranx `Report.to_dict()` |
 | `<plots_dir>/tradeoff.csv` | `method, MRR@k, NFaiRR@k, ARaB-tf-abs@k` (DVC plot data) |
 | `<plots_dir>/tradeoff_nfairr.png`, `tradeoff_arab.png` | fairness vs MRR, one point per method |
@@ -30,7 +31,14 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from pipeline import io, schemas
-from pipeline.report.claims import findings_markdown
+from pipeline.report.controls import (
+    ControlEntry,
+    compare_controls,
+    control_pairs,
+    controls_text,
+    training_rows,
+)
+from pipeline.report.findings import findings_markdown
 from pipeline.report.plots import (
     save_png,
     tradeoff_figure,
@@ -178,28 +186,29 @@ def build_report(
     correction: str = "bonferroni",
     bootstrap_samples: int = BOOTSTRAP_SAMPLES,
     bootstrap_seed: int = BOOTSTRAP_SEED,
+    folds: pl.DataFrame | None = None,
+    controls: Mapping[str, ControlEntry] | None = None,
 ) -> list[Path]:
     """Write the summary tables (and, with `plots_dir`, the figures); return the paths written.
 
     `method_names` fixes the row order (take it from params, not a glob: removed methods leave
     stale folders); `baseline` is the method every other one is compared with; `reference`
-    rows (the first-stage ranking) are shown but not compared.
+    rows (the first-stage ranking) are shown but not compared. `folds` (`query_id, fold[,
+    seed]`): the fold model that scored each query (the test's unit is the trained model);
+    `controls`: `control → {of, isolates}`, each compared with its treatments directly.
     """
     out, written = Path(out_dir), []
     metrics = {m: io.read_json(Path(eval_dir) / m / "metrics.json") for m in method_names}
     per_query = {m: load_per_query(eval_dir, m) for m in method_names}
     cmp = compare(
-        per_query,
-        baseline,
-        reference=reference,
-        alpha=alpha,
-        correction=correction,
+        per_query, baseline, reference=reference, alpha=alpha, correction=correction, folds=folds
     )
     transfer = transfer_comparison(method_names, eval_dir, baseline, reference, alpha, correction)
     untrained = next((r for r in reference if r == ZERO_SHOT and r in per_query), None)
-    training = None if untrained is None else compare(
-        {untrained: per_query[untrained], baseline: per_query[baseline]}, untrained, alpha=alpha
-    )  # fmt: skip
+    pairs = [p for p in control_pairs(controls or {}, baseline, untrained)
+             if {p.treatment, p.control} <= set(per_query)]  # fmt: skip
+    ccmp = compare_controls(per_query, pairs, folds=folds, alpha=alpha, correction=correction)
+    training = training_rows(ccmp, pairs)
     first = metrics[method_names[0]]
     full_info = {k: str(first[k]) for k in ("tokenizer", "lexicon") if k in first} | dict(
         info or {}
@@ -218,6 +227,7 @@ def build_report(
     seeds = sorted(as_seeds(per_query[baseline]))
     md += "\n" + findings_markdown(cmp, baseline, skip=reference, training=training,
                                    seeds=seeds if len(seeds) > 1 else (), alpha=alpha)  # fmt: skip
+    md += controls_text(ccmp, pairs, len(controls or {}))
     if transfer is not None:
         md += transfer_markdown(transfer, baseline, reference, cutoffs)
         named = pl.format("{}.{}", pl.lit(TRANSFER), "metric").alias("metric")
@@ -225,6 +235,9 @@ def build_report(
     io.write_text(md, out / "summary.md")
     io.write_text(summary_frame(metrics).write_csv(float_precision=6), out / "summary.csv")
     io.write_text(cmp.write_csv(float_precision=6), out / "comparison.csv")
+    if ccmp is not None:
+        io.write_text(ccmp.write_csv(float_precision=6), out / "controls.csv")
+        written.append(out / "controls.csv")
     io.write_json(ranx_report(per_query, ranx_metrics(cmp, cutoffs)), out / RANX_JSON)
     written += [out / "summary.md", out / "summary.csv", out / "comparison.csv", out / RANX_JSON]
     if plots_dir is not None:

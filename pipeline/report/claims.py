@@ -1,22 +1,28 @@
-"""What the results allow a researcher to say (SPEC §4.9 "Wording"; issue 21).
+"""What the results allow a researcher to say (SPEC §4.9 "Wording", "Verdict"; issues 21, 29).
 
-Every sentence of the report's *Findings* (and of the README's discussion, copied from it by
-``pipeline.report.readme``) is generated here from the comparison table, so no claim can
-outrun its interval:
+Every sentence of the report's *Findings* (main and transfer collection, controls; and of the
+README's discussion, copied from it by ``pipeline.report.readme``) is generated here from a
+comparison table (``pipeline.report.significance.compare``), so no claim can outrun its
+interval:
 
-- a method is called **fairer / less fair / more / less effective** on a headline metric only
-  where the interval of its difference from the baseline at the family-wise level
-  (``ci_adj_low``, ``ci_adj_high``: level ``1 − α/m``, Bonferroni over the m compared
-  methods; the test over queries × seeds of ``pipeline.report.significance``) excludes zero in
-  that direction; otherwise the sentence says **no detectable difference** and gives the
-  minimal detectable effect of the design that was run (``mde``: 80% power at ``α/m``);
-- the **direction** (which version a method ranks first) is stated where the exact sign test
-  against the baseline rejects at ``α/m``: the male-wins share and the neutral-first share;
-- the design is stated: the test, the seeds, the queries and each headline metric's pooled
-  MDE (the root mean square of the per-method ``sd_diff``), and the seed spread.
+- per metric (:class:`Claim`): **fairer / less fair / more / less effective** only where the
+  interval of the difference at the family-wise level (``ci_adj_low``, ``ci_adj_high``:
+  ``1 − α/m``, Bonferroni over the m compared methods; the test whose unit is the trained
+  model) excludes zero in that direction; otherwise **no detectable difference (MDE x)**,
+  x the minimal detectable effect of the design that was run (80% power at α/m), or "no
+  change the metric can take is detectable" where that MDE exceeds the metric's range;
+- per method (:class:`Verdict`), **magnitude and direction together**: the balance between
+  the female and male versions is the male-wins share (F/M ties count ½), tested against
+  ½ (``target_low``/``target_high``: *male-leaning* / *female-leaning*) and against the
+  baseline (*more male wins* / *more female wins*); the neutral-first share against the
+  baseline. The verdict is **fairer** only where a fairness magnitude improves beyond noise,
+  none worsens, and the balance moves beyond noise in neither test; otherwise it names what
+  moved ("fairer by NFaiRR@10, male-leaning"; "neutral first more often, more male wins";
+  "male-leaning as the baseline" where the baseline leans the same way beyond noise);
+  where nothing moved, "no detectable difference in fairness or direction".
 
-:func:`claims` returns the verdicts as data (the tests compare them with the intervals);
-:func:`findings_markdown` renders them.
+:func:`verdicts` returns them as data (the tests compare every one with its intervals);
+:func:`findings_markdown` renders the main collection's, :func:`findings_lines` any table's.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -36,17 +43,18 @@ HEADLINE = (
     ("LIWC@10", "unfair"),
     ("gap-abs", "unfair"),
 )
-DIRECTION = (
-    ("gap-male-wins", "ranks the male relevant version above the female one"),
-    ("gap-neutral-first", "ranks the neutral relevant version above both gendered ones"),
-)
+MALE_WINS = "gap-male-wins"
+NEUTRAL_FIRST = "gap-neutral-first"
+DIRECTION = (MALE_WINS, NEUTRAL_FIRST)
 SEED_SPREAD = "ARaB-tf-abs@10"
+Row = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One verdict: ``verdict`` is ``better``/``worse`` (in the metric's good direction),
-    ``none`` (no detectable difference) or ``more``/``less`` (a direction metric)."""
+    """One metric's reading: ``verdict`` is ``better``/``worse`` (in the metric's good
+    direction; for a direction metric, ``more``/``less`` often than the baseline) or
+    ``none`` (the interval contains zero)."""
 
     method: str
     metric: str
@@ -58,15 +66,30 @@ class Claim:
     text: str
 
 
-def _interval_verdict(row: Mapping[str, object], kind: str) -> str:
-    lo, hi = row.get("ci_adj_low"), row.get("ci_adj_high")
-    if lo is None or hi is None:
-        return "none"
-    if float(lo) > 0:  # type: ignore[arg-type]
-        return "worse" if kind == "unfair" else "better"
-    if float(hi) < 0:  # type: ignore[arg-type]
-        return "better" if kind == "unfair" else "worse"
-    return "none"
+@dataclass(frozen=True)
+class Verdict:
+    """One method's verdict: ``label`` from the fairness magnitudes that improved
+    (``fairer``) or worsened (``less_fair``), the male-wins share against ½ (``lean``:
+    ``male-leaning``/``female-leaning``) and against the baseline (``moved``: ``more male
+    wins``/``more female wins``), and the neutral-first share against the baseline."""
+
+    method: str
+    label: str
+    fairer: tuple[str, ...]
+    less_fair: tuple[str, ...]
+    lean: str | None
+    moved: str | None
+    neutral: str | None
+    balance_measured: bool
+    claims: tuple[Claim, ...]
+    lean_as_baseline: bool = False
+
+
+def excludes_zero(low: object, high: object) -> int:
+    """+1 / −1 where the interval ``[low, high]`` lies above / below zero, else 0."""
+    if low is None or high is None:
+        return 0
+    return 1 if float(low) > 0 else -1 if float(high) < 0 else 0  # type: ignore[arg-type]
 
 
 WORDS = {
@@ -77,130 +100,165 @@ WORDS = {
 
 
 def _num(x: object) -> str:
-    return f"{float(x):+.4f}" if x is not None else "?"  # type: ignore[arg-type]
+    """``+0.0123``; a non-zero value that would print as ±0.0000 keeps two digits."""
+    if x is None:
+        return "?"
+    v = float(x)  # type: ignore[arg-type]
+    return f"{v:+.1e}" if 0 < abs(v) < 5e-5 else f"{v:+.4f}"
+
+
+def mde_text(row: Row) -> str:
+    """``MDE 0.0123``; where no change the metric can take is detectable, says so."""
+    gap, limit = row.get("mde"), row.get("mde_limit")
+    if gap is not None:
+        return f"MDE {float(gap):.2g}" if float(gap) < 0.001 else f"MDE {float(gap):.4f}"
+    if row.get("se") == 0:
+        return "identical on every query and seed"
+    if limit is not None:
+        return f"MDE beyond the metric's range: no change up to {float(limit):.3f} is detectable"
+    return "MDE unknown"
+
+
+def metric_claim(method: str, metric: str, kind: str, row: Row) -> Claim:
+    """The reading of one headline metric of ``method`` (see the module docstring)."""
+    side = excludes_zero(row.get("ci_adj_low"), row.get("ci_adj_high"))
+    verdict = "none" if side == 0 else ("better" if (side > 0) != (kind == "unfair") else "worse")
+    if verdict == "none":
+        text = f"no detectable difference in {metric} ({mde_text(row)})"
+    else:
+        text = (f"{WORDS[(kind, verdict)]} by {metric} ({_num(row['diff'])} "
+                f"[{_num(row['ci_adj_low'])}, {_num(row['ci_adj_high'])}])")  # fmt: skip
+    return Claim(method, metric, verdict, float(row["diff"]), row.get("ci_adj_low"),
+                 row.get("ci_adj_high"), row.get("mde"), text)  # fmt: skip
+
+
+def direction_claim(method: str, metric: str, row: Row, base: Row | None) -> Claim:
+    """The male-wins or neutral-first share against the baseline's."""
+    side = excludes_zero(row.get("ci_adj_low"), row.get("ci_adj_high"))
+    what = "male version above the female one" if metric == MALE_WINS else \
+        "neutral version above both gendered ones"  # fmt: skip
+    versus = "" if base is None or base.get("mean") is None else f" vs {float(base['mean']):.0%}"
+    interval = f"{_num(row['diff'])} [{_num(row['ci_adj_low'])}, {_num(row['ci_adj_high'])}]"
+    if side == 0:
+        text = (f"no detectable difference in {metric} ({float(row['mean']):.0%}{versus}; "
+                f"{interval}, {mde_text(row)})")  # fmt: skip
+    else:
+        text = (f"{what} {'more' if side > 0 else 'less'} often ({float(row['mean']):.0%} of "
+                f"queries{versus}; {interval})")  # fmt: skip
+    return Claim(method, metric, "none" if side == 0 else "more" if side > 0 else "less",
+                 float(row["diff"]), row.get("ci_adj_low"), row.get("ci_adj_high"),
+                 row.get("mde"), text)  # fmt: skip
+
+
+def verdict(
+    method: str, rows: Mapping[tuple[str, str], Row], baseline: str, versus: str = "the baseline"
+) -> Verdict | None:
+    """The verdict of ``method`` from its rows of a comparison table (null: nothing tested);
+    ``versus`` names the baseline in the label ("male-leaning as the baseline")."""
+    claims = [metric_claim(method, metric, kind, rows[(method, metric)])
+              for metric, kind in HEADLINE
+              if (method, metric) in rows and rows[(method, metric)].get("diff") is not None]
+    claims += [direction_claim(method, metric, rows[(method, metric)], rows.get((baseline, metric)))
+               for metric in DIRECTION
+               if (method, metric) in rows and rows[(method, metric)].get("diff") is not None]
+    if not claims:
+        return None
+    kinds = dict(HEADLINE)
+    fairer = tuple(c.metric for c in claims if kinds.get(c.metric, "effective") != "effective"
+                   and c.verdict == "better")  # fmt: skip
+    less = tuple(c.metric for c in claims if kinds.get(c.metric, "effective") != "effective"
+                 and c.verdict == "worse")  # fmt: skip
+    male, base_male = rows.get((method, MALE_WINS), {}), rows.get((baseline, MALE_WINS), {})
+    lean_side = excludes_zero(male.get("target_low"), male.get("target_high"))
+    lean = None if lean_side == 0 else "male-leaning" if lean_side > 0 else "female-leaning"
+    base_side = excludes_zero(base_male.get("target_low"), base_male.get("target_high"))
+    shared = lean_side != 0 and lean_side == base_side
+    moved_side = next((1 if c.verdict == "more" else -1 for c in claims
+                       if c.metric == MALE_WINS and c.verdict != "none"), 0)  # fmt: skip
+    moved = None if moved_side == 0 else "more male wins" if moved_side > 0 else \
+        "more female wins"  # fmt: skip
+    neutral = next((f"neutral first {c.verdict} often" for c in claims
+                    if c.metric == NEUTRAL_FIRST and c.verdict != "none"), None)  # fmt: skip
+    measured = any(c.metric == MALE_WINS for c in claims)
+    label = _label(fairer, less, lean and (f"{lean} as {versus}" if shared else lean), moved,
+                   neutral, measured)  # fmt: skip
+    return Verdict(method, label, fairer, less, lean, moved, neutral, measured, tuple(claims),
+                   shared)  # fmt: skip
+
+
+def _label(
+    fairer: Sequence[str], less: Sequence[str], lean: str | None, moved: str | None,
+    neutral: str | None, measured: bool,
+) -> str:  # fmt: skip
+    balance = [x for x in (lean, moved) if x]
+    if fairer and not less and not balance:
+        return "fairer" if measured else "fairer (F/M balance not measured)"
+    parts = [f"fairer by {', '.join(fairer)}"] if fairer else []
+    parts += [f"less fair by {', '.join(less)}"] if less else []
+    parts += [x for x in (neutral, *balance) if x]
+    return ", ".join(parts) if parts else "no detectable difference in fairness or direction"
+
+
+def verdicts(cmp: pl.DataFrame, baseline: str, skip: Sequence[str] = ()) -> list[Verdict]:
+    """The verdict of every compared method (the table's order)."""
+    rows = {(r["method"], r["metric"]): r for r in cmp.iter_rows(named=True)}
+    methods = [m for m in dict.fromkeys(cmp["method"].to_list()) if m not in {baseline, *skip}]
+    return [v for m in methods if (v := verdict(m, rows, baseline)) is not None]
 
 
 def claims(cmp: pl.DataFrame, baseline: str, skip: Sequence[str] = ()) -> list[Claim]:
-    """The verdicts of every compared method on the headline and direction metrics."""
+    """Every metric reading of every compared method."""
+    return [c for v in verdicts(cmp, baseline, skip) for c in v.claims]
+
+
+def balance_text(rows: Mapping[tuple[str, str], Row], method: str) -> str:
+    """The male-wins share of ``method`` against ½, for the text."""
+    row = rows.get((method, MALE_WINS))
+    if row is None or row.get("target_diff") is None:
+        return ""
+    side = excludes_zero(row.get("target_low"), row.get("target_high"))
+    word = {1: "male-leaning", -1: "female-leaning", 0: "balanced within noise"}[side]
+    return (f"male-wins share {float(row['mean']):.0%}, {word} ("
+            f"{_num(row['target_diff'])} [{_num(row['target_low'])}, {_num(row['target_high'])}] "
+            "against ½)")  # fmt: skip
+
+
+def finding_line(v: Verdict, rows: Mapping[tuple[str, str], Row], name: str | None = None) -> str:
+    """``- **method**: **verdict**. what moved; male-wins vs ½; what did not (MDEs).``"""
+    moved = [c.text for c in v.claims if c.verdict != "none"]
+    quiet = [c for c in v.claims if c.verdict == "none"]
+    parts = moved + [x for x in [balance_text(rows, v.method)] if x]
+    if quiet:
+        parts.append("no detectable difference in " + ", ".join(
+            f"{c.metric} ({mde_text(rows[(v.method, c.metric)])})" for c in quiet))  # fmt: skip
+    return f"- **{name or v.method}**: **{v.label}**. " + "; ".join(parts) + "."
+
+
+def findings_lines(cmp: pl.DataFrame, baseline: str, skip: Sequence[str] = ()) -> list[str]:
+    """One Findings line per compared method of ``cmp``."""
     rows = {(r["method"], r["metric"]): r for r in cmp.iter_rows(named=True)}
-    methods = [m for m in dict.fromkeys(cmp["method"].to_list()) if m not in {baseline, *skip}]
-    n_compared = max(1, len(methods))
-    out = []
-    for m in methods:
-        for metric, kind in HEADLINE:
-            row = rows.get((m, metric))
-            if row is None or row.get("diff") is None:
-                continue
-            verdict = _interval_verdict(row, kind)
-            if verdict == "none":
-                gap = row.get("mde")
-                text = f"no detectable difference in {metric} (MDE {float(gap):.4f})" if gap \
-                    else f"no detectable difference in {metric}"  # fmt: skip
-            else:
-                text = (f"{WORDS[(kind, verdict)]} by {metric} ({_num(row['diff'])} "
-                        f"[{_num(row['ci_adj_low'])}, {_num(row['ci_adj_high'])}])")  # fmt: skip
-            out.append(Claim(m, metric, verdict, float(row["diff"]), row.get("ci_adj_low"),
-                             row.get("ci_adj_high"), row.get("mde"), text))  # fmt: skip
-        for metric, what in DIRECTION:
-            row, base = rows.get((m, metric)), rows.get((baseline, metric))
-            if row is None or row.get("p_sign") is None or base is None:
-                continue
-            p_adj = min(1.0, float(row["p_sign"]) * n_compared)
-            plus, minus = int(row["sign_plus"]), int(row["sign_minus"])
-            if p_adj >= 0.05:
-                continue
-            verdict = "more" if plus > minus else "less"
-            text = (f"{what} {'more' if verdict == 'more' else 'less'} often than the baseline "
-                    f"({float(row['mean']):.0%} vs {float(base['mean']):.0%} of queries; sign test "
-                    f"+{plus}/−{minus}, adjusted p {p_adj:.2g})")  # fmt: skip
-            out.append(Claim(m, metric, verdict, float(row["diff"] or 0.0), None, None, None,
-                             text))  # fmt: skip
-    return out
+    return [finding_line(v, rows) for v in verdicts(cmp, baseline, skip)]
 
 
 def design_rows(cmp: pl.DataFrame, baseline: str, skip: Sequence[str] = ()) -> pl.DataFrame:
     """Per headline metric: the baseline's value and seed spread, the pooled sd of the
-    per-query differences and the MDE of the design (queries, seeds, m compared): the root
-    mean square of the compared methods' MDEs (each from its test's standard error, seeds'
-    part included)."""
+    per-query differences and the MDE of the design (queries, models, m compared): the root
+    mean square of the compared methods' MDEs (each from its test's standard error)."""
     compared = cmp.filter(~pl.col("method").is_in([baseline, *skip]))
     rows = []
-    for metric, _ in HEADLINE:
+    for metric in [*(m for m, _ in HEADLINE), *DIRECTION]:
         part = compared.filter(pl.col("metric") == metric)
         base = cmp.filter((pl.col("method") == baseline) & (pl.col("metric") == metric))
         sds = [s for s in part["sd_diff"].to_list() if s is not None]
         gaps = [g for g in part["mde"].to_list() if g is not None]
         if not sds or not gaps or base.height == 0:
             continue
-        pooled = math.sqrt(sum(s * s for s in sds) / len(sds))
-        gap = math.sqrt(sum(g * g for g in gaps) / len(gaps))
-        n = int(part["n_pairs"].max())  # type: ignore[arg-type]
         value = base["mean"][0]
-        rows.append({"metric": metric, "baseline": value, "seed_std": base["std"][0],
-                     "pooled_sd": pooled, "n": n, "mde": gap,
-                     "mde_pct": 100 * gap / abs(value) if value else None})  # fmt: skip
+        gap = math.sqrt(sum(g * g for g in gaps) / len(gaps))
+        rows.append({
+            "metric": metric, "baseline": value, "seed_std": base["std"][0],
+            "pooled_sd": math.sqrt(sum(s * s for s in sds) / len(sds)),
+            "n": int(part["n_pairs"].max()), "models": int(part["n_models"].max() or 0),  # type: ignore[arg-type]
+            "mde": gap, "mde_pct": 100 * gap / abs(value) if value else None,
+        })  # fmt: skip
     return pl.DataFrame(rows)
-
-
-def findings_markdown(
-    cmp: pl.DataFrame, baseline: str, *, skip: Sequence[str] = (),
-    training: pl.DataFrame | None = None, seeds: Sequence[int] = (), alpha: float = 0.05,
-) -> str:  # fmt: skip
-    """The *Design and power* and *Findings* sections of summary.md; ``training``: the
-    comparison of the baseline (as the compared method) with the untrained model."""
-    design = design_rows(cmp, baseline, skip)
-    methods = [m for m in dict.fromkeys(cmp["method"].to_list()) if m not in {baseline, *skip}]
-    n = int(design["n"].max()) if design.height else 0  # type: ignore[arg-type]
-    seed_text = "one seed (training noise is not in the intervals)"
-    if len(seeds) > 1:
-        seed_text = (f"{len(seeds)} seeds ({', '.join(map(str, seeds))}), each drawing its own "
-                     "sampled negatives, training order and dropout/initialisation")  # fmt: skip
-    lines = [
-        "## Design and power", "",
-        f"Noise model: {n} queries × {seed_text}. Each comparison with `{baseline}` is a "
-        "test over queries × seeds (crossed random effects for query and seed on the paired "
-        "differences, Satterthwaite df; pipeline/stats.py `seed_query_test`), Bonferroni over "
-        f"the {len(methods)} compared methods. MDE = the difference this design detects with "
-        f"80% power at α = {alpha:g}/{len(methods)}: (t_df quantiles) × the test's standard "
-        "error, which holds the seeds' part of the variance as well as the queries', pooled "
-        "over the compared methods (root mean square; each comparison's own MDE is in "
-        "comparison.csv). With few seeds the seed part can dominate: the per-query sd alone "
-        "would promise a smaller MDE than the design delivers. Seed spread: the baseline's std "
-        "over seeds.", "",
-        "| metric | baseline | seed spread | pooled sd of differences | MDE | MDE % of baseline |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]  # fmt: skip
-    for r in design.iter_rows(named=True):
-        spread = "" if r["seed_std"] is None else f"{r['seed_std']:.4f}"
-        pct = "" if r["mde_pct"] is None else f"{r['mde_pct']:.1f}%"
-        lines.append(f"| {r['metric']} | {r['baseline']:.4f} | {spread} | {r['pooled_sd']:.4f} "
-                     f"| {r['mde']:.4f} | {pct} |")  # fmt: skip
-    lines += ["", "## Findings (generated from the intervals; pipeline/report/claims.py)", ""]
-    if training is not None:
-        lines += [_training_effect(training), ""]
-    by_method: dict[str, list[Claim]] = {}
-    for c in claims(cmp, baseline, skip):
-        by_method.setdefault(c.method, []).append(c)
-    for m in methods:
-        found = [c.text for c in by_method.get(m, []) if c.verdict != "none"]
-        quiet = [c.metric for c in by_method.get(m, []) if c.verdict == "none"]
-        text = "; ".join(found) if found else "no detectable difference from the baseline"
-        if found and quiet:
-            text += "; no detectable difference in " + ", ".join(quiet)
-        lines.append(f"- **{m}**: {text}.")
-    return "\n".join(lines) + "\n"
-
-
-def _training_effect(training: pl.DataFrame) -> str:
-    """Whether training moved anything: the baseline (the compared method of ``training``)
-    against the untrained model (its baseline)."""
-    base = training["method"][0]
-    found = [c for c in claims(training, base) if c.verdict != "none"]
-    quiet = [c for c in claims(training, base) if c.verdict == "none"]
-    trained = next((c.method for c in found + quiet), "the trained baseline")
-    head = f"Training itself (`{trained}` against the untrained `{base}`): "
-    if not found:
-        return head + "no detectable difference on any headline metric (" + ", ".join(
-            f"{c.metric} MDE {c.mde:.4f}" for c in quiet if c.mde) + ")."  # fmt: skip
-    tail = "; no detectable difference in " + ", ".join(c.metric for c in quiet) if quiet else ""
-    return head + "; ".join(c.text for c in found) + tail + "."

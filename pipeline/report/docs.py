@@ -409,14 +409,18 @@ def tested_by_problems(block: Block, root: Path = ROOT) -> list[str]:
 
 def write(paths: Sequence[Path], record: bool = False, root: Path = ROOT) -> None:
     """Rewrite the `output` blocks (and with `record` the `recorded` ones) in place."""
-    from pipeline.report.readme import embed
+    from pipeline.report.readme import embed, embed_controls
 
     if record:
         _clean_workspace(root)
     readme = root / "README.md"
+    decisions = root / "docs" / "decisions.md"
     summary = root / "metrics" / "summary.md"
     if readme in paths and summary.is_file():
         io.write_text(embed(readme.read_text(encoding="utf-8"), summary.read_text()), readme)
+    if decisions in paths and summary.is_file():
+        text = embed_controls(decisions.read_text(encoding="utf-8"), summary.read_text())
+        io.write_text(text, decisions)
     for path in paths:
         outputs = exec_outputs(path, root)
         recorded: dict[str, str] = {}

@@ -42,6 +42,36 @@ def embed(readme: str, summary: str) -> str:
     return f"{head}{START}\n{note}\n\n{body}\n{END}{tail}"
 
 
+CONTROLS_START, CONTROLS_END = "<!-- controls:start -->", "<!-- controls:end -->"
+CONTROLS = "Controls"
+"""The section of summary.md that docs/decisions.md embeds ("What the controls show")."""
+
+
+def section(summary: str, title: str) -> str | None:
+    """The ``## <title>…`` section of ``summary`` (up to the next ``## `` heading), or null."""
+    part = next((p for p in summary.split("\n## ")[1:] if p.startswith(title)), None)
+    return None if part is None else "## " + part.rstrip()
+
+
+def embed_controls(doc: str, summary: str) -> str:
+    """``doc`` (docs/decisions.md) with the text between the controls markers replaced by the
+    *Controls* section of ``summary`` (headings demoted); a placeholder when the summary has
+    none yet (results that predate it)."""
+    if CONTROLS_START not in doc or CONTROLS_END not in doc:
+        raise InputError(f"docs/decisions.md has no {CONTROLS_START} … {CONTROLS_END} markers")
+    head, rest = doc.split(CONTROLS_START, 1)
+    _, tail = rest.split(CONTROLS_END, 1)
+    found = section(summary, CONTROLS)
+    if found is None:
+        body = ("_The committed `metrics/summary.md` predates its Controls section: regenerate "
+                "it (`dvc repro`), then `python -m pipeline.report.docs --write`._")  # fmt: skip
+    else:
+        body = found.replace("\n## ", "\n### ").removeprefix("## ").split("\n", 1)[-1].strip()
+        body = ("_Generated from the Controls section of `metrics/summary.md` by `python -m "
+                "pipeline.report.docs --write`._\n\n" + body)  # fmt: skip
+    return f"{head}{CONTROLS_START}\n{body}\n{CONTROLS_END}{tail}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--readme", default="README.md")

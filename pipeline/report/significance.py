@@ -1,4 +1,4 @@
-"""Comparison of every method with the baseline (SPEC §4.8).
+"""Comparison of every method with the baseline (SPEC §4.8, §4.9).
 
 For each method and metric:
 
@@ -8,31 +8,43 @@ For each method and metric:
 - the change is `100 · (method − baseline) / |baseline|` in percent (null when the baseline
   aggregate is 0): the sign says whether the metric went up or down, whatever the metric's
   direction;
-- the test compares the method with the baseline over queries × seeds
-  (`pipeline.stats.seed_query_test`, SPEC §4.9): a crossed random-effects model of the
-  paired differences with a query and a seed effect, a t interval and p-value with
-  Satterthwaite degrees of freedom; with one seed it is the paired two-sided t-test over the
+- the test compares the method with the baseline with the **trained model as the unit of
+  noise** (`pipeline.model_test.model_query_test`, SPEC §4.9): each query is scored by its
+  fold's model in each seed (seed × fold = one model; the fold of each query comes from the
+  per-query frames' own `fold` column, else from `folds`, else each seed is one model), a
+  crossed random-effects model of the paired differences with a model and a query effect,
+  neither of which can vanish from the standard error, and a t interval and p with
+  conservative Satterthwaite df; with one seed it is the paired two-sided t-test over the
   queries present and non-null in both. The p-values are adjusted across the compared
   methods per metric (`correction`: Bonferroni `min(1, p · m)` with `m` the number of
   methods compared with the baseline, or Holm-Bonferroni), and a difference is significant
   when the adjusted p is below `alpha` (0.05);
 - `diff`, `ci_low`, `ci_high`: the mean paired difference (method − baseline, metric units)
   and its 95% interval; `ci_adj_low`, `ci_adj_high`: the interval at the Bonferroni level
-  `1 − alpha / m`, the one the report's wording uses (a method is called better or worse
-  only where it excludes zero); `se`, `df`: the standard error and its degrees of freedom;
-- `sd_diff`, `mde`: the standard deviation over queries of the per-query differences of
-  the seed means, and the minimal detectable effect of the design that was run at 80% power
-  and level `alpha / m`, from the test's own standard error and df, so it includes the
-  seeds' part of the variance (`pipeline.stats.mde_se`).
+  `1 − alpha / m`, the one the report's wording uses; `se`, `df`, `n_models`: the standard
+  error, its degrees of freedom and the number of trained models per side;
+- `sd_diff`: the standard deviation over queries of the per-query differences of the seed
+  means; `mde`: the minimal detectable effect at 80% power and level `alpha / m` from the
+  test's own standard error and df, `(t_{df,1−α/2m} + t_{df,0.8})·se`; `mde_limit`: the
+  largest difference the metric can take from the baseline's value (its record's range);
+  `mde` is null where it exceeds that limit (no change the metric can take is detectable);
+- direction metrics (`SIGN_TESTED`): `sign_plus` / `sign_minus` count the queries whose value
+  (mean over seeds) rose / fell against the baseline (descriptive; the test is the model
+  test above, as for every metric);
+- **balance** of a signed metric (direction `→x` in its record: the male-wins share →0.5,
+  the signed gap and ARaB →0), on every row, the baseline's included: `target` (x),
+  `target_diff` (the mean minus x), `target_low`, `target_high` (its interval at the
+  Bonferroni level) and `target_p_adjusted`, by the same model test.
 
 Several seeds: a method's per-query metrics may be a mapping `seed → frame`. The aggregate is
 then the mean ± sample standard deviation (ddof 1) over seeds of the per-seed aggregates; the
-test reads every seed's per-query values (a query missing in any seed is left out of it).
+test reads every seed's per-query values (a query missing in any seed is left out of it);
+seed s of the method is paired with seed s of the baseline (the same data draws); a row with
+one seed (the untrained model) is a fixed reference for every seed of the other.
 
 **Decision**: `ranx.compare` is not used: it recomputes its own metrics from qrels and runs
-(no ARaB, NFaiRR, LIWC or gap) and has no multiple-comparison correction; the test is the same
-paired Student t-test, and `pipeline.report.ranx_export` writes the result in ranx's `Report`
-shape. Degenerate pairs and missing tests: see `pipeline.stats`.
+(no ARaB, NFaiRR, LIWC or gap), has no multiple-comparison correction and no model unit;
+`pipeline.report.ranx_export` writes the comparison in ranx's `Report` shape.
 """
 
 from __future__ import annotations
@@ -45,24 +57,27 @@ import numpy as np
 import polars as pl
 
 from pipeline.errors import InputError
-from pipeline.metrics.variation import COMPLEXITY
-from pipeline.stats import (
-    SeedQueryTest,
-    TTest,
-    adjust,
-    bonferroni,
-    mde_se,
-    mean_std,
-    seed_query_test,
-    sign_test,
+from pipeline.model_test import ModelTest, model_query_test
+from pipeline.report.per_query import (
+    FOLD,
+    Aligned,
+    PerQuery,
+    aligned,
+    as_seeds,
+    change_pct,
+    fold_matrix,
+    metric_columns,
+    paired_ttest,
+    paired_values,
+    query_means,
+    seed_aggregates,
+    seed_matrix,
 )
-from pipeline.stats import paired_ttest as _ttest
+from pipeline.stats import TTest, adjust, bonferroni, mde_se, mean_std
 
 log = logging.getLogger(__name__)
 
 ALPHA = 0.05
-PerQuery = pl.DataFrame | Mapping[int, pl.DataFrame]
-"""One method's per-query metrics: one frame, or one frame per training seed."""
 
 COMPARISON_SCHEMA = {
     "method": pl.Utf8,
@@ -83,21 +98,27 @@ COMPARISON_SCHEMA = {
     "p": pl.Float64,
     "p_adjusted": pl.Float64,
     "n_pairs": pl.Int64,
+    "n_models": pl.Int64,
     "significant": pl.Boolean,
     "sd_diff": pl.Float64,
     "mde": pl.Float64,
+    "mde_limit": pl.Float64,
     "sign_plus": pl.Int64,
     "sign_minus": pl.Int64,
-    "p_sign": pl.Float64,
+    "target": pl.Float64,
+    "target_diff": pl.Float64,
+    "target_low": pl.Float64,
+    "target_high": pl.Float64,
+    "target_p_adjusted": pl.Float64,
 }
 SIGN_TESTED = ("gap-mean", "gap-male-wins", "gap-neutral-first")
-"""Direction metrics (SPEC §4.9) that also get an exact paired sign test vs the baseline:
-`sign_plus` / `sign_minus` = queries where the method's value (mean over seeds) is above /
-below the baseline's, ties dropped; `p_sign` its two-sided p (not adjusted)."""
+"""Direction metrics (SPEC §4.9): besides their model test, `sign_plus` / `sign_minus` count
+the queries whose value (mean over seeds) is above / below the baseline's (ties dropped)."""
 
 __all__ = [
     "ALPHA",
     "COMPARISON_SCHEMA",
+    "FOLD",
     "PerQuery",
     "TTest",
     "as_seeds",
@@ -110,90 +131,8 @@ __all__ = [
     "paired_values",
     "query_means",
     "seed_aggregates",
+    "seed_matrix",
 ]
-
-
-def as_seeds(frames: PerQuery) -> dict[int, pl.DataFrame]:
-    """`frames` as `seed → frame` (a single frame is seed 0)."""
-    if isinstance(frames, pl.DataFrame):
-        return {0: frames}
-    if not frames:
-        raise InputError("a method has an empty mapping of seeds; expected at least one frame")
-    return dict(frames)
-
-
-QUERY_ATTRIBUTES = frozenset({COMPLEXITY})
-"""Float64 per-query columns that describe the query, not the ranking (the same for every
-method): never compared."""
-
-
-def metric_columns(frame: pl.DataFrame) -> list[str]:
-    """The Float64 metric columns of a per-query frame (count columns are Int64; query
-    attributes such as ``var.complexity`` are not metrics)."""
-    return [c for c, t in frame.schema.items() if t == pl.Float64 and c not in QUERY_ATTRIBUTES]
-
-
-def query_means(frames: PerQuery, metric: str) -> pl.DataFrame:
-    """`query_id, <metric>`: each query's mean over seeds (nulls skipped; all null → null)."""
-    parts = [
-        f.select("query_id", pl.col(metric).cast(pl.Float64))
-        for f in as_seeds(frames).values()
-        if metric in f.columns
-    ]
-    if not parts:
-        return pl.DataFrame(schema={"query_id": pl.Utf8, metric: pl.Float64})
-    both = pl.concat(parts)
-    return both.group_by("query_id", maintain_order=True).agg(pl.col(metric).mean())
-
-
-def seed_aggregates(frames: PerQuery, metric: str) -> list[float]:
-    """Per seed, the mean of `metric` over its non-null queries (seeds without any left out)."""
-    out = []
-    for frame in as_seeds(frames).values():
-        if metric in frame.columns and frame[metric].drop_nulls().len():
-            out.append(float(frame[metric].drop_nulls().mean()))  # type: ignore[arg-type]
-    return out
-
-
-def paired_values(
-    base: pl.DataFrame, other: pl.DataFrame, metric: str
-) -> tuple[np.ndarray, np.ndarray]:
-    """`(base, other)` values of `metric` on the queries non-null and finite in both, aligned."""
-    pairs = (
-        base.select("query_id", pl.col(metric).alias("_a"))
-        .join(other.select("query_id", pl.col(metric).alias("_b")), on="query_id", how="inner")
-        .drop_nulls()
-        .filter(pl.col("_a").is_finite() & pl.col("_b").is_finite())
-        .sort("query_id")
-    )
-    return pairs["_a"].to_numpy(), pairs["_b"].to_numpy()
-
-
-def paired_ttest(base: pl.DataFrame, other: pl.DataFrame, metric: str) -> TTest:
-    """Paired two-sided t-test of `other − base` over the queries non-null in both."""
-    return _ttest(*paired_values(base, other, metric))
-
-
-def change_pct(value: float | None, base: float | None) -> float | None:
-    """`100 · (value − base) / |base|`; null when either is missing or the base is 0."""
-    if value is None or base is None or base == 0:
-        return None
-    return 100.0 * (value - base) / abs(base)
-
-
-def seed_matrix(frames: PerQuery, metric: str, query_ids: Sequence[str]) -> np.ndarray:
-    """``seeds × queries`` values of ``metric`` in the order of ``query_ids`` (NaN where a
-    seed has no value)."""
-    index = pl.DataFrame({"query_id": list(query_ids)}, schema={"query_id": pl.Utf8})
-    rows = []
-    for frame in as_seeds(frames).values():
-        if metric not in frame.columns:
-            rows.append(np.full(len(query_ids), np.nan))
-            continue
-        col = index.join(frame.select("query_id", pl.col(metric).cast(pl.Float64)),
-                         on="query_id", how="left")[metric]  # fmt: skip
-        rows.append(col.fill_null(float("nan")).to_numpy())
-    return np.vstack(rows)
 
 
 def compare(
@@ -204,77 +143,130 @@ def compare(
     reference: Collection[str] = (),
     alpha: float = ALPHA,
     correction: str = "bonferroni",
+    folds: pl.DataFrame | None = None,
+    family: int | None = None,
 ) -> pl.DataFrame:
     """One row per (method, metric), methods in the given order (schema `COMPARISON_SCHEMA`).
 
     Methods in `reference` (e.g. the first-stage `bm25`) and the baseline itself get their
-    aggregates but no change and no test; every other method is compared with `baseline`, and
-    those methods form the family that `correction` adjusts over, per metric.
+    aggregates (and balance) but no change and no test; every other method is compared with
+    `baseline`, and those methods form the family that `correction` adjusts over, per metric.
+    `folds`: `query_id, fold[, seed]`, the fold model that scored each query (see the module).
+    `family`: the number of comparisons the correction counts (default: the compared methods;
+    the controls' pairs are compared two methods at a time but adjusted as one family).
     """
     if baseline not in per_query:
         raise InputError(f"baseline {baseline!r} has no per-query metrics; got {list(per_query)}")
     if metrics is None:
         metrics = metric_columns(next(iter(as_seeds(per_query[baseline]).values())))
     compared = [m for m in per_query if m != baseline and m not in reference]
-    adj_level = 1 - alpha / max(1, len(compared))
+    m_count = max(1, len(compared), family or 0)
+    cache = Aligned()
     rows = []
     for metric in metrics:
         base_mean, _ = mean_std(seed_aggregates(per_query[baseline], metric))
         base_ids = query_means(per_query[baseline], metric)["query_id"].to_list()
-        tested = {m: _test(per_query[baseline], per_query[m], metric, base_ids) for m in compared}
+        tested = {m: _test(per_query[baseline], per_query[m], metric, base_ids, folds, cache)
+                  for m in compared}  # fmt: skip
         p_values = [None if t[0] is None else t[0].p for t in tested.values()]
-        adjusted = dict(zip(compared, adjust(p_values, correction), strict=True))
+        padded = adjust([*p_values, *[None] * (m_count - len(p_values))], correction)
+        adjusted = dict(zip(compared, padded, strict=False))
         for method, frames in per_query.items():
             row = _row(method, metric, frames, base_mean)
             if method in tested:
-                row |= _tested_row(row, base_mean, tested[method], adjusted[method], len(compared),
-                                   alpha, adj_level)  # fmt: skip
+                row |= _tested_row(row, metric, base_mean, tested[method], adjusted[method],
+                                   m_count, alpha)  # fmt: skip
                 if metric in SIGN_TESTED:
                     row |= sign_row(per_query[baseline], frames, metric)
+            row |= balance_row(frames, metric, folds, m_count, alpha, cache)
             rows.append(row)
-    log.info("compared %d methods with %r on %d metrics (queries × seeds, %s)",
+    log.info("compared %d methods with %r on %d metrics (model unit, %s)",
              len(compared), baseline, len(metrics), correction)  # fmt: skip
     return _ordered(pl.DataFrame(rows, schema=COMPARISON_SCHEMA), list(per_query))
 
 
 def _test(
-    base: PerQuery, other: PerQuery, metric: str, ids: Sequence[str]
-) -> tuple[SeedQueryTest | None, float | None]:
-    """The seed × query test of ``other − base`` and the sd of the per-query differences."""
-    b, o = seed_matrix(base, metric, ids), seed_matrix(other, metric, ids)
-    test = seed_query_test(o, b)
+    base: PerQuery, other: PerQuery, metric: str, ids: Sequence[str], folds: pl.DataFrame | None,
+    cache: Aligned | None = None,
+) -> tuple[ModelTest | None, float | None, float]:  # fmt: skip
+    """The model test of ``other − base``, the sd of the per-query differences of the seed
+    means, and the sign (−1: the test ran as ``base − other``)."""
+    o, b, fold, sign = aligned(base, other, metric, ids, folds, cache)
+    test = model_query_test(o, b, fold)
     keep = np.isfinite(o).all(axis=0) & np.isfinite(b).all(axis=0)
     d = o[:, keep].mean(axis=0) - b[:, keep].mean(axis=0)
-    return test, (float(d.std(ddof=1)) if d.size > 1 else None)
+    return test, (float(d.std(ddof=1)) if d.size > 1 else None), sign
 
 
 def sign_row(base: PerQuery, other: PerQuery, metric: str) -> dict[str, Any]:
-    """The exact paired sign test of ``other`` vs ``base`` over the queries whose value (mean
-    over seeds) differs (``pipeline.stats.sign_test``)."""
+    """How many queries' values (mean over seeds) rose and fell against ``base``."""
     a, b = paired_values(query_means(base, metric), query_means(other, metric), metric)
     scale = 1e-12 * max(1.0, float(np.abs(a).max(initial=0)), float(np.abs(b).max(initial=0)))
-    plus, minus = int((b - a > scale).sum()), int((a - b > scale).sum())
-    return {"sign_plus": plus, "sign_minus": minus, "p_sign": sign_test(plus, minus)}
+    return {"sign_plus": int((b - a > scale).sum()), "sign_minus": int((a - b > scale).sum())}
+
+
+def target_of(metric: str) -> float | None:
+    """The fair point of a signed metric (direction `→x` in its record), else null."""
+    from pipeline.metrics import measure_of
+
+    measure = measure_of(metric.removeprefix("transfer."))
+    if measure is None or not measure.direction.startswith("→"):
+        return None
+    return float(measure.direction[1:])
+
+
+def balance_row(
+    frames: PerQuery, metric: str, folds: pl.DataFrame | None, m: int, alpha: float,
+    cache: Aligned | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The balance of a signed metric: its mean against its fair point (model test at the
+    Bonferroni level ``1 − alpha / m``)."""
+    target = target_of(metric)
+    if target is None:
+        return {}
+    ids = query_means(frames, metric)["query_id"].to_list()
+    values = seed_matrix(frames, metric, ids, cache)
+    test = model_query_test(values, target, fold_matrix(frames, ids, folds, cache))
+    if test is None:
+        return {"target": target}
+    low, high = test.interval(1 - alpha / m)
+    return {"target": target, "target_diff": test.diff, "target_low": low, "target_high": high,
+            "target_p_adjusted": bonferroni(test.p, m)}  # fmt: skip
+
+
+def mde_limit(metric: str, base_mean: float | None) -> float | None:
+    """The largest difference from ``base_mean`` that the metric's range allows (null when
+    the range is open)."""
+    from pipeline.metrics import measure_of
+
+    measure = measure_of(metric.removeprefix("transfer."))
+    if measure is None or base_mean is None or not np.isfinite([measure.lo, measure.hi]).all():
+        return None
+    return max(measure.hi - base_mean, base_mean - measure.lo)
 
 
 def _tested_row(
-    row: Mapping[str, Any], base_mean: float | None,
-    tested: tuple[SeedQueryTest | None, float | None], p_adj: float | None, m: int,
-    alpha: float, adj_level: float,
+    row: Mapping[str, Any], metric: str, base_mean: float | None,
+    tested: tuple[ModelTest | None, float | None, float], p_adj: float | None, m: int,
+    alpha: float,
 ) -> dict[str, Any]:  # fmt: skip
-    test, sd = tested
+    test, sd, sign = tested
     out: dict[str, Any] = {
         "change_pct": change_pct(row["mean"], base_mean), "p_adjusted": p_adj,
         "significant": p_adj is not None and p_adj < alpha, "sd_diff": sd,
+        "mde_limit": mde_limit(metric, base_mean),
     }  # fmt: skip
     if test is None:
         return out | {"n_pairs": 0}
-    lo, hi = test.interval(adj_level)
+    lo, hi = sorted(sign * v for v in test.interval(1 - alpha / m))
+    low, high = sorted(sign * v for v in test.interval(0.95))
+    gap = mde_se(test.se, test.df, m, alpha) if test.se > 0 else None
+    limit = out["mde_limit"]
     return out | {
-        "diff": test.diff, "ci_low": test.low, "ci_high": test.high, "ci_adj_low": lo,
+        "diff": sign * test.diff, "ci_low": low, "ci_high": high, "ci_adj_low": lo,
         "ci_adj_high": hi, "se": test.se, "df": test.df if np.isfinite(test.df) else None,
-        "p": test.p, "n_pairs": test.n_queries,
-        "mde": mde_se(test.se, test.df, m, alpha) if np.isfinite(test.se) else None,
+        "p": test.p, "n_pairs": test.n_queries, "n_models": test.n_models,
+        "mde": None if gap is None or (limit is not None and gap > limit) else gap,
     }  # fmt: skip
 
 

@@ -226,35 +226,47 @@ def report_markdown(
 
 
 DIRECTION_LEGEND = (
-    "Per query (mean over seeds): signed gap = rank(female) − rank(male) of the relevant "
-    "versions (positive: the male version ranks higher); male wins = the male version above "
-    "the female one; neutral first = the neutral version above both. `+a/−b, p`: exact paired "
-    "sign test against `{baseline}` over the queries whose value changed (a above, b below "
-    "the baseline; p two-sided, not adjusted). A method that ranks the neutral version first "
-    "and then the male before the female looks fairer by NFaiRR while favouring men."
+    "Per query and seed: signed gap = rank(female) − rank(male) of the relevant versions "
+    "(positive: the male version ranks higher); male wins = the male version above the female "
+    "one (ties count ½); neutral first = the neutral version above both. Cells: mean ± std "
+    "over seeds; `Δ [lo, hi]`: the difference from `{baseline}` and its interval at the "
+    "Bonferroni level, by the report's test (the trained model as the unit of noise), "
+    f"{MARK} where it excludes 0; `vs ½`: the male-wins share minus ½, likewise. A method that "
+    "ranks the neutral version first and then the male before the female looks fairer by "
+    "NFaiRR while favouring men: the Findings' verdicts read both."
 )
 
 
-def _sign_cell(row: Mapping[str, object] | None) -> str:
-    if row is None or row.get("p_sign") is None:
+def interval_cell(diff: object, low: object, high: object, digits: int = 3) -> str:
+    """``+0.120 [+0.050, +0.190]†`` († where the interval excludes 0); empty when missing."""
+    if diff is None or low is None or high is None:
         return ""
-    return f"+{row['sign_plus']}/−{row['sign_minus']}, p {float(row['p_sign']):.2g}"  # type: ignore[arg-type]
+    d, lo, hi = float(diff), float(low), float(high)  # type: ignore[arg-type]
+    return f"{d:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]" + (
+        MARK if lo > 0 or hi < 0 else "")  # fmt: skip
 
 
 def direction_table(cmp: pl.DataFrame, skip: Sequence[str] = ()) -> str:
-    """Signed gap, male-wins and neutral-first per method, each with its sign test."""
+    """Signed gap, male-wins (also against ½) and neutral-first per method, each with its
+    difference from the baseline."""
     rows = {(r["method"], r["metric"]): r for r in cmp.iter_rows(named=True)}
     keys = ("gap-mean", "gap-male-wins", "gap-neutral-first")
-    names = ("signed gap", "male wins", "neutral first")
     lines = [
-        "| method | " + " | ".join(f"{n} | vs baseline" for n in names) + " |",
-        "|---|" + "---:|---:|" * len(keys),
+        "| method | signed gap | Δ | male wins | vs ½ | Δ | neutral first | Δ |",
+        "|---|" + "---:|" * 7,
     ]
     for m in dict.fromkeys(cmp["method"].to_list()):
         cells = []
         for k in keys:
             row = rows.get((m, k))
-            cells += [_abs_cell(row, 3) if row else "", "" if m in skip else _sign_cell(row)]
+            cells.append(_abs_cell(row, 3) if row else "")
+            got = row or {}
+            if k == "gap-male-wins":
+                cells.append(interval_cell(got.get("target_diff"), got.get("target_low"),
+                                           got.get("target_high")))  # fmt: skip
+            delta = "" if m in skip else interval_cell(got.get("diff"), got.get("ci_adj_low"),
+                                                       got.get("ci_adj_high"))  # fmt: skip
+            cells.append(delta)
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -288,6 +300,7 @@ def _legend(
 
 def _test_name(seeds: int) -> str:
     if seeds > 1:
-        return (f"two-sided test over queries × {seeds} seeds (crossed random effects for "
-                "query and seed, Satterthwaite df)")  # fmt: skip
+        return (f"two-sided test with the trained model (seed × fold, {seeds} seeds) as the "
+                "unit of noise (crossed random effects for model and query; "
+                "pipeline/model_test.py)")  # fmt: skip
     return "paired two-sided t-test over the queries evaluated for both"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.report.claims import findings_lines
 from pipeline.report.significance import compare
 from pipeline.report.tables import comparison_table, direction_table
 
@@ -42,6 +43,7 @@ def transfer_markdown(
     k = 10 if 10 in cutoffs else cutoffs[0]
     n = int(cmp.filter(pl.col("method") == baseline)["n_queries"].fill_null(0).max() or 0)  # type: ignore[arg-type]
     skip = [baseline, *reference]
+    models = int(cmp["n_models"].drop_nulls().max() or 0)  # type: ignore[arg-type]
     cols = [c.format(k=k) for c in TRANSFER_AT_K]
     change = [c.replace("ARaB-tf@", "ARaB-tf-abs@") for c in cols if "ARaB-tf@" not in c]
     return "\n".join([
@@ -54,4 +56,10 @@ def transfer_markdown(
         f"### Change vs `{baseline}` (%) [95% CI, % of |{baseline}|]", "",
         comparison_table(cmp, [*dict.fromkeys(change), "gap-abs"], change=True, skip=skip), "",
         "### Direction", "", direction_table(cmp, skip), "",
+        "### Findings (transfer; generated from the intervals, the same rules as above)", "",
+        f"The unit of noise is again the trained model: {models} units per method (each "
+        "seed's fold-0 model, or with `transfer.fold_models: all` the mean of its fold "
+        "models), which leaves few degrees of freedom for the model component and wide "
+        "intervals.", "",
+        *findings_lines(cmp, baseline, skip), "",
     ])  # fmt: skip

@@ -32,18 +32,26 @@ def run(
     return proc
 
 
+WHOLE = ("methods", "controls")  # sections a profile replaces whole
+
+
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for k, v in over.items():
-        both = isinstance(v, dict) and isinstance(base.get(k), dict) and k != "methods"
+        both = isinstance(v, dict) and isinstance(base.get(k), dict) and k not in WHOLE
         out[k] = _merge(base[k], v) if both else v
     return out
 
 
 def tiny_params(overrides: Path) -> str:
-    """The repository's params.yaml with the profile's overrides (methods replaced whole)."""
+    """The repository's params.yaml with the profile's overrides (methods replaced whole;
+    the default's `controls:` name its methods, so a profile with its own methods has none
+    unless it sets its own)."""
     base = yaml.safe_load((ROOT / "params.yaml").read_text())
-    return yaml.safe_dump(_merge(base, yaml.safe_load(overrides.read_text())), sort_keys=False)
+    over = yaml.safe_load(overrides.read_text())
+    if "methods" in over:
+        over.setdefault("controls", {})
+    return yaml.safe_dump(_merge(base, over), sort_keys=False)
 
 
 def make_repo(dest: Path, params: Path) -> Path:

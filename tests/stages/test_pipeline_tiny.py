@@ -33,6 +33,10 @@ def test_repro_writes_every_artifact(tiny_repo: Path) -> None:
         assert curve.read_text().startswith("step\tloss")
     summary = (tiny_repo / "metrics/summary.md").read_text()
     assert "| baseline |" in summary and "| penalty_irrelevant |" in summary
+    # the profile's `controls:` pair, compared directly (treatment − control)
+    assert "| penalty_irrelevant − baseline | the penalty term" in summary, summary
+    controls = pl.read_csv(tiny_repo / "metrics/controls.csv")
+    assert "baseline" in set(controls["control"])
 
 
 def test_lambda_change_reruns_only_that_method(tiny_repo: Path, dvc: Dvc) -> None:

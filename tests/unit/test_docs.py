@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.report import docs
-from pipeline.report.readme import embed
+from pipeline.report.readme import embed, embed_controls
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = docs.doc_files(ROOT)
@@ -53,6 +53,15 @@ def test_results_table_is_the_committed_summary() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     summary = (ROOT / "metrics" / "summary.md").read_text(encoding="utf-8")
     assert embed(readme, summary) == readme, "run `python -m pipeline.report.docs --write`"
+
+
+def test_decisions_controls_section_is_the_committed_summary() -> None:
+    """docs/decisions.md, "What the controls show": the summary's Controls section."""
+    decisions = (ROOT / "docs" / "decisions.md").read_text(encoding="utf-8")
+    summary = (ROOT / "metrics" / "summary.md").read_text(encoding="utf-8")
+    assert embed_controls(decisions, summary) == decisions, (
+        "run `python -m pipeline.report.docs --write`"
+    )
 
 
 # --- the mechanism itself, on small documents -------------------------------------------

@@ -92,3 +92,20 @@ def test_neutral_first_needs_the_neutral_version_above_both() -> None:
     tied = first.with_columns(pl.lit(1.0).alias("score"))  # all tied: N is not above F/M
     rows = counterfactual(EvalInputs(tied, qrels=QRELS, doc_groups=GROUPS), (10,))
     assert rows["gap-neutral-first"].to_list()[:2] == [0.0, 0.0]
+
+
+def test_a_tie_between_the_female_and_male_versions_counts_half() -> None:
+    """Equal F and M scores: gap 0 and male-wins ½ (neither wins; issue 29: ties used to be
+    female wins); a clear male or female win stays 1 / 0."""
+    run = ranked({"q1": ["r1n", "r1f", "r1m"], "q2": ["r2m", "r2f", "r2n"]})
+    tied = run.with_columns(
+        pl.when(pl.col("doc_id") == "r1m").then(pl.lit(2.0)).otherwise(pl.col("score"))
+        .alias("score")
+    )  # fmt: skip
+    rows = {r["query_id"]: r for r in counterfactual(
+        EvalInputs(tied, qrels=QRELS, doc_groups=GROUPS), (10,)).iter_rows(named=True)}  # fmt: skip
+    assert rows["q1"]["gap-mean"] == 0.0
+    assert rows["q1"]["gap-male-wins"] == 0.5
+    assert rows["q2"]["gap-male-wins"] == 1.0
+    agg, _ = evaluate(EvalInputs(tied, qrels=QRELS, doc_groups=GROUPS), ["counterfactual"])
+    assert agg["gap-male-wins"] == pytest.approx((0.5 + 1.0) / 2)

@@ -254,3 +254,24 @@ def test_params_yaml_lists_every_key_with_its_config_default() -> None:
             value = section[key]
             value = type(default)(value) if isinstance(default, tuple) else value
             assert value == default, f"{where}.{key}: params.yaml {value!r}, config {default!r}"
+
+
+def test_controls_are_pairs_of_known_methods() -> None:
+    """`controls:` (issue 29): each control names the methods it controls; the six of the
+    default, every name a method, none its own control."""
+    p = load_params(ROOT / "params.yaml")
+    assert len(p.controls) == 6
+    assert p.controls["neutral_only_size"].of == ["neutral_only"]
+    raw = _raw()
+    raw["controls"]["advbert_w10"]["of"] = ["advbrt"]
+    with pytest.raises(ParamsError, match=r"'controls\.advbert_w10': 'advbrt' is not a method.*"
+                       r"did you mean 'advbert'"):  # fmt: skip
+        parse_params(raw)
+    raw["controls"]["advbert_w10"]["of"] = ["advbert_w10"]
+    with pytest.raises(ParamsError, match=r"'controls\.advbert_w10\.of'.*not itself"):
+        parse_params(raw)
+    raw["controls"]["advbert_w10"] = {"off": ["advbert"]}
+    with pytest.raises(ParamsError, match=r"'controls\.advbert_w10\.off' is unknown"):
+        parse_params(raw)
+    del raw["controls"]
+    assert parse_params(raw).controls == {}

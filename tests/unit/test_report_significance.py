@@ -6,10 +6,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 from scipy import stats
 
+from pipeline.model_test import model_query_test
 from pipeline.report.significance import (
     bonferroni,
     change_pct,
@@ -19,7 +21,6 @@ from pipeline.report.significance import (
     query_means,
     seed_matrix,
 )
-from pipeline.stats import seed_query_test
 
 QIDS = [f"q{i}" for i in range(8)]
 A = [0.2, 0.4, 0.6, 0.8, 0.2, 0.4, 0.6, 0.8]  # mean 0.5
@@ -118,13 +119,13 @@ def test_seeds_mean_std_and_test_on_per_query_means() -> None:
     assert _get(cmp, "base")["mean"] == pytest.approx(0.51)
     assert _get(cmp, "base")["std"] == pytest.approx(math.sqrt(2 * 0.01**2))
     assert s["change_pct"] == pytest.approx(100 * (0.5 - 0.51) / 0.51)
-    # the test reads every seed's values: q7 (null in seed 3) is left out; 3 vs 2 seeds are
-    # unpaired, so each side adds its own seed component (pipeline.stats.seed_query_test)
-    ids = QIDS[:7]
-    expected = seed_query_test(seed_matrix(seeds, "MRR@10", ids), seed_matrix(base, "MRR@10", ids))
-    assert expected is not None and s["n_pairs"] == 7
+    # seeds 1, 2 are paired with the baseline's (the same data draws); seed 3 has no partner
+    # and is left out with a warning, so q7 (null only in seed 3) stays in
+    ids = QIDS
+    expected = model_query_test(seed_matrix({1: seeds[1], 2: seeds[2]}, "MRR@10", ids),
+                                seed_matrix(base, "MRR@10", ids))  # fmt: skip
+    assert expected is not None and s["n_pairs"] == 8
     assert s["p"] == pytest.approx(expected.p) and s["se"] == pytest.approx(expected.se)
-    assert s["se"] > means["MRR@10"].head(7).std() / math.sqrt(7)  # wider than queries alone
 
 
 def test_change_pct_uses_the_magnitude_of_the_baseline() -> None:
@@ -146,7 +147,7 @@ def test_query_attributes_are_not_compared() -> None:
     assert metric_columns(frame) == ["MRR@10"]
 
 
-def test_direction_metrics_get_an_exact_sign_test() -> None:
+def test_direction_metrics_count_the_queries_that_moved_and_share_the_model_test() -> None:
     def wins(values: list[float]) -> pl.DataFrame:
         return pl.DataFrame({"query_id": QIDS, "gap-male-wins": [float(v) for v in values]})
 
@@ -156,5 +157,35 @@ def test_direction_metrics_get_an_exact_sign_test() -> None:
     row = _get(cmp, "B", "gap-male-wins")
     # per-query means 1,1,1,1,.5,0,1,0 vs 0,0,0,0,0,0,1,1: 5 above, 1 below, 2 unchanged
     assert (row["sign_plus"], row["sign_minus"]) == (5, 1)
-    assert row["p_sign"] == pytest.approx(stats.binomtest(5, 6, 0.5).pvalue)
-    assert _get(cmp, "A", "gap-male-wins")["p_sign"] is None
+    ids = QIDS
+    expected = model_query_test(seed_matrix(more, "gap-male-wins", ids),
+                                seed_matrix(base, "gap-male-wins", ids))  # fmt: skip
+    assert expected is not None and row["p"] == pytest.approx(expected.p)
+    assert _get(cmp, "A", "gap-male-wins")["p"] is None  # the baseline is not tested
+    # the balance against ½, on every row: B's share 5.5/8 = 0.6875, A's 2/8
+    assert row["target"] == 0.5 and row["target_diff"] == pytest.approx(0.6875 - 0.5)
+    assert _get(cmp, "A", "gap-male-wins")["target_diff"] == pytest.approx(0.25 - 0.5)
+    assert row["target_low"] < row["target_diff"] < row["target_high"]
+
+
+def test_the_fold_of_each_query_makes_the_model_the_unit() -> None:
+    """Two folds: queries q0-q3 scored by fold 0's model, q4-q7 by fold 1's, in each of 3
+    seeds. Each model shifts its queries by its own offset: with the folds given, the test
+    sees 6 models (df of the model part 4) and a wider interval than with one model per
+    seed, which averages the fold offsets away."""
+    rng = np.random.default_rng(3)
+    offsets = {1: (0.08, -0.06), 2: (-0.05, 0.07), 3: (0.06, -0.09)}
+    method = {s: _frame([a + offsets[s][i // 4] + e for i, (a, e)
+                         in enumerate(zip(A, rng.normal(0, 0.01, 8), strict=True))])
+              for s in (1, 2, 3)}  # fmt: skip
+    base = {s: _frame(A) for s in (1, 2, 3)}
+    folds = pl.DataFrame({"query_id": QIDS, "fold": [0, 0, 0, 0, 1, 1, 1, 1]})
+    with_folds = _get(compare({"base": base, "m": method}, "base", folds=folds), "m")
+    per_seed = _get(compare({"base": base, "m": method}, "base"), "m")
+    assert with_folds["n_models"] == 6 and per_seed["n_models"] == 3
+    assert with_folds["diff"] == pytest.approx(per_seed["diff"])
+    assert with_folds["se"] > 1.5 * per_seed["se"]
+    with pytest.raises(ValueError, match=r"folds: 2 queries have no fold for seed 1"):
+        compare({"base": base, "m": method}, "base", folds=folds.head(6))
+    own = {s: f.with_columns(fold=pl.Series([0, 0, 0, 0, 1, 1, 1, 1])) for s, f in method.items()}
+    assert _get(compare({"base": base, "m": own}, "base"), "m")["n_models"] == 6

@@ -65,3 +65,28 @@ def test_report_markdown_has_absolute_and_change_tables_per_cutoff() -> None:
     assert "## Cut-off 10" in md and "### Change vs `base` (%)" in md
     assert "Bonferroni-adjusted for 1 compared method(s)" in md
     assert "mean ± std over its seeds" in md
+
+
+def test_direction_table_shows_each_share_with_its_intervals() -> None:
+    """Male wins against ½ and every direction column against the baseline, † where the
+    interval excludes 0; the separator has one cell per column."""
+    import numpy as np
+
+    from pipeline.report.significance import compare
+    from pipeline.report.tables import direction_table
+
+    rng = np.random.default_rng(0)
+    ids = [f"q{i}" for i in range(60)]
+
+    def seeds(share: float) -> dict[int, pl.DataFrame]:
+        return {s: pl.DataFrame({"query_id": ids, "gap-male-wins":
+                                 (rng.uniform(size=60) < share).astype(float)})
+                for s in (1, 2, 3)}  # fmt: skip
+
+    cmp = compare({"base": seeds(0.5), "male": seeds(0.95)}, "base")
+    lines = direction_table(cmp, ["base"]).splitlines()
+    assert lines[0].count("|") == lines[1].count("|") == 9
+    base, male = lines[2].split("|"), lines[3].split("|")
+    assert base[5].strip().startswith("+0.") or base[5].strip().startswith("-0.")
+    assert not base[5].strip().endswith("†") and base[6].strip() == ""
+    assert male[5].strip().endswith("]†") and male[6].strip().endswith("]†")

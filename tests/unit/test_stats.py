@@ -138,3 +138,14 @@ def test_mde_from_a_tests_se_includes_what_few_seeds_cost() -> None:
     assert mde_se(sd / n**0.5, float("inf"), 27) == pytest.approx(mde(sd, n, 27))
     # a seed part with 2 degrees of freedom (3 seeds): t quantiles, far larger
     assert mde_se(sd / n**0.5, 2.0, 27) > 3 * mde(sd, n, 27)
+
+
+def test_mde_by_hand() -> None:
+    from pipeline.stats import mde
+
+    # (z_0.975 + z_0.8) · 1 / √100 = (1.959964 + 0.841621) / 10
+    assert mde(1.0, 100) == pytest.approx(0.2801585, abs=1e-6)
+    # Bonferroni over 20 comparisons: z_{1 − 0.05/40} = 3.023341
+    assert mde(0.5, 25, n_compared=20) == pytest.approx((3.023341 + 0.841621) * 0.5 / 5, abs=1e-6)
+    with pytest.raises(ValueError, match="at least one query"):
+        mde(1.0, 0)
