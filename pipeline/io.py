@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.errors import InputError, SetupError, is_disk_full
-from pipeline.schemas import RUN, Schema, SchemaError, validate
+from pipeline.schemas import CORPUS, QUERIES, RUN, Schema, SchemaError, validate
 
 
 class ArtifactError(InputError):
@@ -323,3 +323,15 @@ def read_trec_run(path: str | Path) -> pl.DataFrame:
 
 def read_text(path: str | Path) -> str:
     return _existing(path).read_text(encoding="utf-8")
+
+
+def read_texts(tables: list[tuple[Path, Path]]) -> tuple[dict[str, str], dict[str, str]]:
+    """``(query text by id, document text by id)`` of every ``(queries, corpus)`` pair."""
+    queries: dict[str, str] = {}
+    docs: dict[str, str] = {}
+    for q_path, c_path in tables:
+        q = read_table(q_path, QUERIES).select("query_id", "text")
+        c = read_table(c_path, CORPUS).select("doc_id", "text")
+        queries |= dict(q.iter_rows())
+        docs |= dict(c.iter_rows())
+    return queries, docs

@@ -81,3 +81,12 @@ def live(method: str) -> Path:
 def transfer_table(name: str) -> Path:
     """A table of the held-out collection: ``corpus``, ``queries``, ``qrels``, ``candidates``."""
     return TRANSFER / f"{name}.parquet"
+
+
+def text_tables(transfer: bool = True) -> list[tuple[Path, Path]]:
+    """``(queries, corpus)`` of the collection and (``transfer``) of the held-out one, whose
+    ids never collide: the texts a ranker is bound to."""
+    tables = [(QUERIES, CORPUS)]
+    if transfer:
+        tables.append((transfer_table("queries"), transfer_table("corpus")))
+    return tables

@@ -13,6 +13,7 @@ sequence (:meth:`Ranker.encode`) and every optimiser step runs only the top ``k`
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -149,20 +150,33 @@ class Ranker(nn.Module):
     def bind(self, queries: Mapping[str, str], docs: Mapping[str, str]) -> None:
         """Give the ranker the texts behind the ids it will score.
 
-        Token ids and frozen-bottom states are cached per text; rankers of the same
-        checkpoint, layer cut and lengths bound to the same text tables share one cache in a
-        process (the folds and seeds of a method), so each text's bottom runs once.
+        Token ids and frozen-bottom states are cached per text; rankers with the same frozen
+        bottom (its weights' fingerprint: a seeded random encoder differs per seed), layer cut
+        and lengths bound to the same text tables share one cache in a process (the folds and
+        seeds of a method), so each text's bottom runs once.
         """
         self.queries, self.docs = queries, docs
-        cfg = self.cfg
-        key = (self.arch, cfg.name, cfg.n_layers, self.cut, cfg.max_len, cfg.q_len,
-               id(queries), id(docs))  # fmt: skip
         if not self.cut:
             self._tokens, self._bottom = {}, {}
             return
+        cfg = self.cfg
+        key = (self.arch, self.bottom_fingerprint(), self.cut, cfg.max_len, cfg.q_len,
+               id(queries), id(docs))  # fmt: skip
         # the entry keeps the tables alive: their ids cannot be reused by other tables
         entry = _SHARED.setdefault(key, ({}, {}, (queries, docs)))
         self._tokens, self._bottom = entry[0], entry[1]
+
+    def bottom_fingerprint(self) -> str:
+        """A digest of the frozen bottom's weights (embeddings and the frozen layers): a
+        strided sample of every tensor, enough to tell apart two checkpoints or two seeds."""
+        base: Any = self.encoder.base_model
+        digest = hashlib.blake2b(digest_size=16)
+        for module in (base.embeddings, *encoder_layers(self.encoder)[: self.cut]):
+            for name, p in sorted(module.state_dict().items()):
+                flat = p.detach().reshape(-1)
+                sample = flat[:: max(1, flat.numel() // 4096)].float().cpu().numpy()
+                digest.update(name.encode() + sample.tobytes())
+        return digest.hexdigest()
 
     def query_text(self, qid: str) -> str:
         if qid not in self.queries:

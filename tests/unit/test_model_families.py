@@ -109,6 +109,7 @@ def test_cached_bottom_equals_the_full_forward(arch: str) -> None:
     qids = ["q0", "q0", "q0", "q1", "q1", "q2"]
     dids = ["d0", "d2", "d5", "d1", "d0", "d3"]
     cached = tiny_ranker(arch, dropout=False, train_layers=1).train()
+    cached.bind(dict(QUERIES), dict(DOCS))  # fresh tables: no other test's cached states
     full = tiny_ranker(arch, dropout=False).train()
     rows = [0]
     embeddings: Any = cached.encoder.base_model.embeddings
@@ -224,3 +225,24 @@ def test_cached_bottom_follows_the_bound_texts(arch: str) -> None:
         expected = float(full(["q0"], ["d0"])[0][0])
     assert second == pytest.approx(expected, abs=1e-5)
     assert first != pytest.approx(second, abs=1e-6)
+
+
+def test_rankers_with_other_bottom_weights_do_not_share_cached_states() -> None:
+    """Two seeds of a random encoder have different frozen bottoms: bound to the same text
+    tables, each computes its own states (issue 31: the shared cache was keyed by the
+    checkpoint's name, so a second seed read the first one's states)."""
+    queries, docs = dict(QUERIES), dict(DOCS)
+    first = tiny_ranker("bi_encoder", seed=0, dropout=False, train_layers=1).train()
+    second = tiny_ranker("bi_encoder", seed=1, dropout=False, train_layers=1).train()
+    same = tiny_ranker("bi_encoder", seed=0, dropout=False, train_layers=1).train()
+    for ranker in (first, second, same):
+        ranker.bind(queries, docs)
+    assert first.bottom_fingerprint() != second.bottom_fingerprint()
+    assert first._bottom is same._bottom and first._bottom is not second._bottom
+    with torch.no_grad():
+        first(["q0"], ["d0"])
+        got = second(["q0"], ["d0"])[0]
+        reference = tiny_ranker("bi_encoder", seed=1, dropout=False).eval()
+        reference.bind(queries, docs)
+        expected = reference(["q0"], ["d0"])[0]
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
