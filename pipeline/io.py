@@ -23,7 +23,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.errors import InputError, SetupError, is_disk_full
-from pipeline.schemas import CORPUS, QUERIES, RUN, Schema, SchemaError, validate
+from pipeline.schemas import (
+    CORPUS,
+    QUERIES,
+    RUN,
+    Schema,
+    SchemaError,
+    labelled_groups,
+    validate,
+)
 
 
 class ArtifactError(InputError):
@@ -335,3 +343,14 @@ def read_texts(tables: list[tuple[Path, Path]]) -> tuple[dict[str, str], dict[st
         queries |= dict(q.iter_rows())
         docs |= dict(c.iter_rows())
     return queries, docs
+
+
+def read_groups(path: str | Path) -> pl.DataFrame | None:
+    """``doc_id, group`` of a corpus's documents labelled F, M or N (its ``group`` column
+    read alone, checked by ``schemas.labelled_groups``); ``None`` without such a column."""
+    if "group" not in parquet_columns(path):
+        return None
+    table = pq.read_table(_existing(path), columns=["doc_id", "group"])
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return labelled_groups(frame, str(path))

@@ -90,3 +90,18 @@ def text_tables(transfer: bool = True) -> list[tuple[Path, Path]]:
     if transfer:
         tables.append((transfer_table("queries"), transfer_table("corpus")))
     return tables
+
+
+def transfer_run(method: str, sub: str = "") -> Path:
+    """The method's run of the held-out collection (``train@<method>``)."""
+    return runs(method, sub) / "transfer.parquet"
+
+
+def transfer_eval(method: str, sub: str = "") -> Path:
+    """The folder of the method's evaluation on the held-out collection."""
+    return evals(method, sub) / "transfer"
+
+
+def weak_run(method: str, sub: str = "") -> Path:
+    """EqualizeIR's weak learners' own run of the test queries (``train@<method>``)."""
+    return runs(method, sub) / "weak.parquet"

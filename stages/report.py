@@ -8,6 +8,7 @@ import logging
 from collections.abc import Sequence
 
 from pipeline import paths
+from pipeline.data import get_source
 from pipeline.params import FIRST_STAGE, REFERENCE_ROWS
 from pipeline.report.build import build_report
 from stages.common import run_stage, setup
@@ -37,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         correction=params.report.correction,
         bootstrap_samples=params.report.bootstrap_samples,
         bootstrap_seed=params.report.bootstrap_seed,
+        saturated=get_source(params.dataset.name).saturated,
     )
     log.info("report: %d methods (baseline %s), %d files", len(methods), methods[0], len(written))
 

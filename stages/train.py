@@ -38,12 +38,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     candidates = io.read_table(paths.CANDIDATES, schemas.CANDIDATES)
     live = TrainLog(paths.live(ns.method)) if main_rank else None
     curve, weak_runs = train_method(ns.params, ns.method, ordered, text, doc_scores, models,
-                                    features, live, candidates)  # fmt: skip
+                                    features, live, candidates, io.read_groups(paths.CORPUS))
     if live is None:
         return
     live.close()
     for sub, run in weak_runs.items():  # EqualizeIR: the weak learners' own run
-        io.write_table(run, paths.runs(ns.method, sub) / "weak.parquet", schemas.RUN)
+        io.write_table(run, paths.weak_run(ns.method, sub), schemas.RUN)
     log.info("train@%s: %d logged steps, final loss %.4f", ns.method, curve.height,
              curve["loss"][-1])  # fmt: skip
     transfer = io.read_table(paths.transfer_table("candidates"), schemas.CANDIDATES)

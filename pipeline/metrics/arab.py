@@ -74,9 +74,11 @@ def _with_pairs(ranked: pl.DataFrame, doc_scores: pl.DataFrame) -> pl.DataFrame:
 def _measures(x: str) -> tuple[Measure, Measure]:
     return (
         Measure(f"ARaB-{x}@{{k}}", "→0", f"rank bias of the top k by {x} (male − female)",
-                table="core", magnitude=f"ARaB-{x}-abs@{{k}}", ir_measures=f"ARaB_{x}"),
+                table="core", magnitude=f"ARaB-{x}-abs@{{k}}", ir_measures=f"ARaB_{x}",
+                transfer=x == "tf"),
         Measure(f"ARaB-{x}-abs@{{k}}", "↓", f"|male − female| rank bias of the top k by {x}",
-                lo=0.0, label=f"|ARaB-{x}|", ir_measures=f"ARaB_{x}_abs"),
+                lo=0.0, label=f"|ARaB-{x}|", ir_measures=f"ARaB_{x}_abs", transfer=x == "tf",
+                headline=x == "tf", tradeoff=(2, "arab") if x == "tf" else None),
     )  # fmt: skip
 
 

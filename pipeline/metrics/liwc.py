@@ -57,7 +57,8 @@ RECORD = Metric(
     liwc,
     (
         Measure("LIWC@{k}", "↓", "|female − male lexicon share| of the top k × 100",
-                lo=0.0, hi=100.0, table="core", ir_measures="LIWC"),
+                lo=0.0, hi=100.0, table="core", ir_measures="LIWC", transfer=True,
+                headline=True),
     ),
     reference="Seyedsalehi et al., EDBT 2022 (after LIWC2015's female/male categories)",
     order=40,

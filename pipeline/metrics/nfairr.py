@@ -109,7 +109,8 @@ RECORD = Metric(
     nfairr,
     (
         Measure("NFaiRR@{k}", "↑", "neutrality of the top k, normalised by the background's ideal",
-                lo=0.0, hi=1.0, table="core", ir_measures="NFaiRR"),
+                lo=0.0, hi=1.0, table="core", ir_measures="NFaiRR", transfer=True, headline=True,
+                tradeoff=(1, "nfairr")),
     ),
     reference="Rekabsaz, Kopeinik & Schedl, SIGIR 2021 (NFaiRR)",
     order=30,

@@ -45,6 +45,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.errors import InputError
+from pipeline.metrics import MEASURES
 from pipeline.metrics.variation import COMPLEXITY
 from pipeline.stats import (
     SeedQueryTest,
@@ -90,7 +91,7 @@ COMPARISON_SCHEMA = {
     "sign_minus": pl.Int64,
     "p_sign": pl.Float64,
 }
-SIGN_TESTED = ("gap-mean", "gap-male-wins", "gap-neutral-first")
+SIGN_TESTED = tuple(m.key for m in MEASURES if m.sign_test)
 """Direction metrics (SPEC §4.9) that also get an exact paired sign test vs the baseline:
 `sign_plus` / `sign_minus` = queries where the method's value (mean over seeds) is above /
 below the baseline's, ties dropped; `p_sign` its two-sided p (not adjusted)."""

@@ -67,6 +67,7 @@ class MethodContext:
     doc_scores: pl.DataFrame
     out: Path
     features: Mapping[Key, Tensor]
+    groups: pl.DataFrame | None = None
 
 
 def train_method(
@@ -79,13 +80,16 @@ def train_method(
     features: Mapping[Key, Tensor] | None = None,
     train_log: TrainLog | None = None,
     candidates: pl.DataFrame | None = None,
+    groups: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
     """Train ``method`` for every seed and fold into ``out``; the mean training curve and,
     for methods with a ``prepare`` term (EqualizeIR) given the test ``candidates``, each seed
     folder's run of the weak learners (fold k's f_B reranks fold k's test candidates).
 
     ``features``: precomputed frozen-bottom states of the texts (the ``features`` stage).
-    ``train_log``: the method's DVCLive log; each model logs as ``[seed-<n>/]fold-<k>``."""
+    ``train_log``: the method's DVCLive log; each model logs as ``[seed-<n>/]fold-<k>``.
+    ``groups``: the corpus's ``doc_id, group`` (F/M/N), the documents' versions that
+    counterfactual loss terms read (``version_pos``/``version_neg``)."""
     m = params.methods[method]
     prepares = any(get_record(name).prepare is not None for name in m.loss)
     jobs = [
@@ -94,7 +98,7 @@ def train_method(
         for seed, sub in params.train.seed_runs()
         for fold, triples in folds_of(ordered, seed if sub else None)
     ]  # fmt: skip
-    context = MethodContext(params, method, texts, doc_scores, out, features or {})
+    context = MethodContext(params, method, texts, doc_scores, out, features or {}, groups)
     results = run_jobs(train_job, context, jobs, workers_for(params), params.train.threads,
                        train_log.run if train_log else None)  # fmt: skip
     curves = [r.curve.with_columns(pl.lit(j.seed).alias("seed"), pl.lit(j.fold).alias("fold"))
@@ -129,7 +133,7 @@ def train_job(ctx: MethodContext, job: Job, sink: StepSink | None) -> Result:
     ranker.bind(*ctx.texts)
     ranker.preload(ctx.features)
     needs = objective_needs(m.terms)
-    bias = {k: v for k, v in doc_bias(ctx.doc_scores, m.psi).items() if k in needs}
+    bias = {k: v for k, v in doc_bias(ctx.doc_scores, m.psi, ctx.groups).items() if k in needs}
     cfg = dataclasses.replace(params.train, seed=job.seed)
     groups = prepare_groups(job.triples, cfg.group_size, bias, pairs or None)
     every = params.train.checkpoint_every

@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from pipeline.config import fields
+from pipeline.models import MODELS
 from pipeline.models.base import Ranker
-from pipeline.models.registry import MODELS, load_ranker
+from pipeline.models.registry import load_ranker
 from pipeline.rerank import rerank
 from pipeline.train.groups import doc_bias, prepare_groups
 from pipeline.train.loop import TrainConfig, train_model

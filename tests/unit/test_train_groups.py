@@ -9,6 +9,7 @@ import torch
 
 from pipeline.train.groups import make_groups, pair_batch, prepare_groups
 from pipeline.train.losses import get_record
+from tests.unit.loss_configs import config
 
 # two (query, positive) keys with 3 negatives each, interleaved as an ordering might leave them
 TRIPLES = pl.DataFrame(
@@ -28,10 +29,11 @@ BIAS = {
 def test_pair_batch_builds_only_what_the_loss_needs() -> None:
     groups = prepare_groups(TRIPLES, 3, BIAS)
     scores = torch.zeros(2, 3)
-    _, _, batch = pair_batch(groups, [0, 1], scores, get_record("penalty_irrelevant").needs)
-    assert set(batch) == {"group", "slot", "psi_pos", "psi_neg"}
+    needs = get_record("penalty").needs_of(config("penalty_irrelevant"))
+    _, _, batch = pair_batch(groups, [0, 1], scores, needs)
+    assert set(batch) == {"group", "slot", "query", "psi_pos", "psi_neg"}
     _, _, batch = pair_batch(groups, [0, 1], scores, get_record("margin").needs)
-    assert set(batch) == {"group", "slot"}
+    assert set(batch) == {"group", "slot", "query"}
     only_psi = prepare_groups(TRIPLES, 3, {"psi": BIAS["psi"]})
     assert set(only_psi.bias) == {"psi"}
     with pytest.raises(ValueError, match=r"needs per-document \['zeta'\].*carry \['psi'\]"):
