@@ -32,6 +32,7 @@ from pipeline.schemas import (
     labelled_groups,
     validate,
 )
+from pipeline.ties import in_input_order
 
 
 class ArtifactError(InputError):
@@ -316,12 +317,7 @@ def read_trec_run(path: str | Path) -> pl.DataFrame:
         raise ArtifactError(f"{p}: empty TREC run (no result lines); {_TREC_FORMAT}.")
     _check_trec_rows(df, p)
     df = df.with_columns(pl.col("score").cast(pl.Float64)).drop("_line", "_text")
-    df = df.with_row_index("_order")
-    df = df.sort(["query_id", "score", "_order"], descending=[False, True, False])
-    df = df.with_columns(
-        pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank")
-    )
-    out = df.select("query_id", "doc_id", "score", "rank")
+    out = in_input_order(df).select("query_id", "doc_id", "score", "rank")
     try:
         validate(out.to_arrow(), RUN, str(p))
     except SchemaError as e:

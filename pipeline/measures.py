@@ -59,6 +59,7 @@ from pipeline.bias import (
 from pipeline.metrics import METRICS, EvalInputs, get_record, measure_of
 from pipeline.metrics.suite import DEFAULT_CUTOFFS, evaluate
 from pipeline.schemas import labelled_groups
+from pipeline.ties import in_input_order
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -155,12 +156,7 @@ def ranked(run: pl.DataFrame) -> pl.DataFrame:
     out = run.select(
         pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), pl.col("score")
     ).cast({"score": pl.Float64})
-    out = out.with_row_index("_order").sort(
-        ["query_id", "score", "_order"], descending=[False, True, False]
-    )
-    return out.with_columns(
-        pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank")
-    ).drop("_order")
+    return in_input_order(out)
 
 
 def inputs(

@@ -21,6 +21,7 @@ from pipeline.errors import InputError
 from pipeline.models.base import Key, Ranker
 from pipeline.params import Params
 from pipeline.provenance import build_metadata
+from pipeline.ties import rank_by_score
 
 logger = logging.getLogger(__name__)
 
@@ -43,17 +44,16 @@ def rank_run(cands: pl.DataFrame, scores: list[float]) -> pl.DataFrame:
 
     Queries keep the order of their first appearance in ``cands``; ``rank`` restarts at 1.
     """
-    return (
+    frame = (
         cands.select("query_id", "doc_id", pl.col("rank").alias("_cand_rank"))
         .with_columns(
             pl.Series("score", scores, dtype=pl.Float64),
             pl.int_range(pl.len()).alias("_row"),
         )
         .with_columns(pl.col("_row").min().over("query_id").alias("_query_pos"))
-        .sort(["_query_pos", "score", "_cand_rank", "_row"], descending=[False, True, False, False])
-        .with_columns((pl.int_range(pl.len(), dtype=pl.Int64).over("query_id") + 1).alias("rank"))
-        .select(list(RUN_SCHEMA))
     )
+    ranked = rank_by_score(frame, ["_cand_rank", "_row"], order="_query_pos")
+    return ranked.select(list(RUN_SCHEMA))
 
 
 def _validated(candidates: pl.DataFrame, batch_size: int) -> pl.DataFrame:

@@ -1,7 +1,7 @@
 """Evaluation metrics: one record per metric family, keyed by its name.
 
 Every public module of this package that defines ``RECORD = Metric(...)`` is a family
-(``pipeline.metrics.common``); ``common``, ``inputs``, ``runner``, ``suite``, ``ties``,
+(``pipeline.metrics.common``); ``common``, ``inputs``, ``runner``, ``suite``,
 ``trec_fair2022`` and modules starting with ``_`` are helpers. A family is a pure function
 ``fn(ctx: EvalInputs, cutoffs[, cfg]) -> pl.DataFrame`` (``cfg``: its own settings,
 ``evaluate.<family>``, for a record with a ``config``) returning one row per run query:
@@ -20,7 +20,7 @@ from pipeline.config import collect, lookup
 from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, MetricFn, MissingInputError, Summary
 
-HELPERS = frozenset({"common", "inputs", "runner", "suite", "ties", "trec_fair2022"})
+HELPERS = frozenset({"common", "inputs", "runner", "suite", "trec_fair2022"})
 """Public modules of this package that are not metric families."""
 
 

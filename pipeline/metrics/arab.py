@@ -6,7 +6,7 @@ For a query and measure x in {tc, tf, bool}, every ranked document contributes t
 `ARaB_q@k` the mean of `RaB_q@t` over t = 1..min(k, len), which is linear in the per-rank
 pairs: `ARaB_q@k = Σ_r x_r w(r)` with `w(r) = (1/k') Σ_{t=r..k'} 1/t`, `k' = min(k, len)`.
 Tied documents (equal scores) share the mean weight of the positions their block occupies
-(`pipeline.metrics.ties`), so ARaB is the expectation over the orders of each tie block.
+(`pipeline.ties`), so ARaB is the expectation over the orders of each tie block.
 Per query we report
 
 - `ARaB-x@k`     = male − female of `ARaB_q@k` (signed, as published; > 0 = male-leaning);
@@ -25,7 +25,7 @@ import polars as pl
 
 from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
-from pipeline.metrics.ties import arab_weight, tie_averaged
+from pipeline.ties import arab_weight, tie_averaged
 
 log = logging.getLogger(__name__)
 

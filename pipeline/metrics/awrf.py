@@ -9,7 +9,7 @@ one-hot F/M/N label of `doc_groups` (Grep-BiasIR). Documents without an alignmen
 dropped (counted per query in `awrf_ungrouped_docs`, among the documents with a non-zero
 weight at max(k)). With the discount `d(r) = 1 / log2(max(r, 2))` at the document's run rank
 r (0 past k), tie-averaged: tied documents (equal scores) share the mean discount of the
-positions their block occupies (`pipeline.metrics.ties`, SPEC §1 "Ties"), so the run's
+positions their block occupies (`pipeline.ties`, SPEC §1 "Ties"), so the run's
 exposure vector is its expectation over the orders of each tie block:
 
 - run distribution `p` = discount-weighted mean of the alignment vectors of the top k;
@@ -46,7 +46,7 @@ from pipeline.metrics._fairness import one_minus_jsd
 from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.effectiveness import ndcg_per_query
 from pipeline.metrics.inputs import EvalInputs, finish, one_hot, query_frame, require
-from pipeline.metrics.ties import BLOCK, cut, fair_discount, tie_averaged
+from pipeline.ties import BLOCK, cut, fair_discount, tie_averaged
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ Every Grep-BiasIR query has its relevant document in a female (`F`), a male (`M`
 neutral version (`doc_groups.group`). Per query,
 `gap = rank(female version) − rank(male version)` of the relevant document (qrel > 0), so a
 positive gap means the male version ranks higher. A rank here is the mean rank of the
-document's tie block (documents of equal score, `pipeline.metrics.ties`, SPEC §1 "Ties"), so
+document's tie block (documents of equal score, `pipeline.ties`, SPEC §1 "Ties"), so
 F and M versions with equal scores have gap exactly 0 whatever their order in the run.
 Per-query columns:
 
@@ -32,7 +32,7 @@ import polars as pl
 
 from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
-from pipeline.metrics.ties import identity_rank, tie_averaged
+from pipeline.ties import identity_rank, tie_averaged
 
 log = logging.getLogger(__name__)
 

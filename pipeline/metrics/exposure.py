@@ -4,7 +4,7 @@
 Alignments are tidy frames `doc_id, group, weight` (one distribution over groups per
 document; "Unknown" is a real group; `pipeline.metrics.inputs.intersect` combines several
 dimensions into their outer product). Discount `d(r) = 1 / log2(max(r, 2))`
-(`pipeline.metrics.ties.fair_discount`). AWRF (Task 1) is `pipeline.metrics.awrf`. The formulas
+(`pipeline.ties.fair_discount`). AWRF (Task 1) is `pipeline.metrics.awrf`. The formulas
 (EE-L/D/R, EUE, the policy) are `pipeline.metrics._fairness`, shared with the track's variant.
 
 - `expected_exposure` (Diaz et al., CIKM 2020, "Evaluating stochastic rankings with expected
@@ -39,7 +39,7 @@ from pipeline.metrics import trec_fair2022 as track
 from pipeline.metrics._fairness import exposure_scores, plackett_luce, standardise
 from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, finish, one_hot, query_frame, require
-from pipeline.metrics.ties import fair_discount
+from pipeline.ties import fair_discount
 
 log = logging.getLogger(__name__)
 

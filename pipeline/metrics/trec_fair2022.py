@@ -64,8 +64,8 @@ from pipeline.metrics._fairness import (
     under_exposure as under_vector,
 )
 from pipeline.metrics.common import Measure
-from pipeline.metrics.ties import fair_discount
 from pipeline.schemas import UNKNOWN_GROUP
+from pipeline.ties import fair_discount
 
 log = logging.getLogger(__name__)
 

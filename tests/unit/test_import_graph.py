@@ -36,7 +36,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(f"pipeline{'.' + u if u else ''}" for u in layer)
     for layer in (
         ("", "errors", "paths", "progress"),  # foundations: no project imports
-        ("config", "schemas", "stats"),  # the typed-config mechanism, artifact schemas, tests
+        ("config", "schemas", "stats", "ties"),  # typed configs, schemas, tests, tie rules
         ("io", "plugins", "sections"),  # validated I/O, plug-in discovery, fixed sections
         ("params",),  # the typed params.yaml: reads records by name, imports no plug-in
         # plug-in packages (records: sources, orderings, loss terms, metrics, model families)

@@ -22,7 +22,7 @@ from pipeline.metrics.exposure import (
     system_exposure,
 )
 from pipeline.metrics.inputs import intersect, one_hot
-from pipeline.metrics.ties import fair_discount
+from pipeline.ties import fair_discount
 
 D3 = 1 / math.log2(3)  # discount at rank 3; ranks 1 and 2 both discount 1
 RUN = pl.DataFrame(
