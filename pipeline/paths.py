@@ -28,6 +28,8 @@ REPORT_PLOTS = PLOTS / "report"
 LIVE = Path("dvclive")
 CHECKPOINTS = Path("checkpoints")
 CURRICULUM_PLOTS = PLOTS / "curriculum"
+PER_QUERY = "per_query.parquet"
+"""The per-query metrics of an evaluation folder (``evals(...)``)."""
 AUDIT_CSV = METRICS / "audit_edbt2022.csv"
 AUDIT_MD = METRICS / "audit_edbt2022.md"
 
@@ -61,6 +63,11 @@ def checkpoints(method: str, sub: str, fold: int) -> Path:
 def runs(method: str, sub: str = "") -> Path:
     """The folder of the method's run (``run.parquet``, ``run.trec``)."""
     return Path("runs", method, sub)
+
+
+def run_file(method: str, sub: str = "") -> Path:
+    """The method's run (``runs/<method>/[seed-<n>/]run.parquet``)."""
+    return runs(method, sub) / "run.parquet"
 
 
 def evals(method: str, sub: str = "") -> Path:

@@ -142,9 +142,9 @@ def write_method_runs(
             params.transfer.fold_models,
         )  # fmt: skip
         folder = paths.runs(method, sub) if out is None else out / method / sub
-        io.write_table(run, str(folder / "run.parquet"), schemas.RUN)
+        io.write_table(run, str(folder / paths.run_file("").name), schemas.RUN)
         if moved is not None:
-            io.write_table(moved, str(folder / "transfer.parquet"), schemas.RUN)
+            io.write_table(moved, str(folder / paths.transfer_run("").name), schemas.RUN)
         model_dir = models / sub if models is not None else None
         meta = build_metadata(params, method, seed=seed, model_dir=model_dir)
         io.write_trec_run(run, str(folder / "run.trec"), tag=method, metadata=meta)

@@ -45,17 +45,17 @@ def read_shared(data: str | Path = paths.DATA) -> Shared:
     groups = None
     # the corpus is read only for its F/M/N groups (Grep-BiasIR): at MS MARCO scale (no
     # groups) its texts are gigabytes that no metric reads
-    if "group" in io.parquet_columns(d / "corpus.parquet"):
-        corpus = io.read_table(str(d / "corpus.parquet"), schemas.CORPUS)
+    if "group" in io.parquet_columns(d / paths.CORPUS.name):
+        corpus = io.read_table(str(d / paths.CORPUS.name), schemas.CORPUS)
         # Documents labelled `both` have no single F/M/N alignment and are dropped from AWRF.
-        groups = labelled_groups(corpus, str(d / "corpus.parquet"))
+        groups = labelled_groups(corpus, str(d / paths.CORPUS.name))
     return Shared(
-        qrels=io.read_table(str(d / "qrels.parquet"), schemas.QRELS),
-        doc_scores=io.read_table(str(d / "doc_scores.parquet"), schemas.DOC_SCORES),
-        candidates=io.read_table(str(d / "candidates.parquet"), schemas.CANDIDATES),
+        qrels=io.read_table(str(d / paths.QRELS.name), schemas.QRELS),
+        doc_scores=io.read_table(str(d / paths.DOC_SCORES.name), schemas.DOC_SCORES),
+        candidates=io.read_table(str(d / paths.CANDIDATES.name), schemas.CANDIDATES),
         groups=groups,
-        alignments=io.read_table(str(d / "alignments.parquet"), schemas.ALIGNMENTS),
-        complexity=io.read_table(str(d / "query_complexity.parquet"), schemas.QUERY_COMPLEXITY),
+        alignments=io.read_table(str(d / paths.ALIGNMENTS.name), schemas.ALIGNMENTS),
+        complexity=io.read_table(str(d / paths.QUERY_COMPLEXITY.name), schemas.QUERY_COMPLEXITY),
     )
 
 
@@ -64,12 +64,12 @@ def read_transfer(data: str | Path = paths.TRANSFER) -> Shared:
     its qrels, Ψ/ζ scores, BM25 candidates (NFaiRR's background) and F/M groups; no query
     complexity (the variation family is skipped) and no alignments."""
     d = Path(data)
-    corpus = io.read_table(str(d / "corpus.parquet"), schemas.CORPUS)
+    corpus = io.read_table(str(d / paths.CORPUS.name), schemas.CORPUS)
     return Shared(
-        qrels=io.read_table(str(d / "qrels.parquet"), schemas.QRELS),
-        doc_scores=io.read_table(str(d / "doc_scores.parquet"), schemas.DOC_SCORES),
-        candidates=io.read_table(str(d / "candidates.parquet"), schemas.CANDIDATES),
-        groups=labelled_groups(corpus, str(d / "corpus.parquet")),
+        qrels=io.read_table(str(d / paths.QRELS.name), schemas.QRELS),
+        doc_scores=io.read_table(str(d / paths.DOC_SCORES.name), schemas.DOC_SCORES),
+        candidates=io.read_table(str(d / paths.CANDIDATES.name), schemas.CANDIDATES),
+        groups=labelled_groups(corpus, str(d / paths.CORPUS.name)),
         alignments=pl.DataFrame(schema=dict.fromkeys(("doc_id", "dimension", "group"), pl.Utf8)
                                 | {"weight": pl.Float64}),
         complexity=None,
@@ -163,7 +163,7 @@ def read_runs(
     (``Params.seed_runs_of(method)``)."""
     if first_stage:
         return [(0, "", shared.candidates.select("query_id", "doc_id", "score", "rank"))]
-    runs = [(seed, sub, paths.runs(method, sub) / "run.parquet") for seed, sub in seed_runs]
+    runs = [(seed, sub, paths.run_file(method, sub)) for seed, sub in seed_runs]
     return [(seed, sub, io.read_table(str(path), schemas.RUN)) for seed, sub, path in runs]
 
 
@@ -228,5 +228,5 @@ def write_eval(per_query: pl.DataFrame, result: Mapping[str, Any], folder: Path)
     """``folder/per_query.parquet`` (keyed by query) and ``folder/metrics.json``."""
     table = per_query.to_arrow()
     schema = schemas.keyed_schema("per-query metrics", table, "query_id")
-    io.write_table(table, str(folder / "per_query.parquet"), schema)
+    io.write_table(table, str(folder / paths.PER_QUERY), schema)
     io.write_json(dict(result), str(folder / "metrics.json"))

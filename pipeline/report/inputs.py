@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from pipeline import io, schemas
+from pipeline import io, paths, schemas
 from pipeline.report.significance import PerQuery
 
 
@@ -24,10 +24,10 @@ def load_per_query(eval_dir: str | Path, method: str, part: str = "") -> PerQuer
     """One method's per-query metrics: its frame, or `seed → frame` from `seed-<n>/` folders;
     `part` = `transfer`: those of the held-out collection (`…/transfer/per_query.parquet`)."""
     folder = Path(eval_dir) / method
-    single = folder / part / "per_query.parquet"
+    single = folder / part / paths.PER_QUERY
     if single.exists():
         return read_per_query(single)
-    seeds = sorted(folder.glob(f"seed-*/{part + '/' if part else ''}per_query.parquet"))
+    seeds = sorted(folder.glob(f"seed-*/{part + '/' if part else ''}{paths.PER_QUERY}"))
     if not seeds:
         raise io.ArtifactError(
             f"{single}: file not found (nor {folder}/seed-<n>/per_query.parquet). "
