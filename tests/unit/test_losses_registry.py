@@ -86,7 +86,8 @@ def test_every_loss_is_a_finite_scalar_with_gradients(name: str, batch: dict[str
     value.backward()
     assert value.shape == () and torch.isfinite(value)
     grads = [s.grad for s in (s_pos, s_neg)]
-    assert all(g is not None and torch.isfinite(g).all() for g in grads)
+    # a term may read only the positives (a counterfactual term): no gradient on the rest
+    assert all(g is None or torch.isfinite(g).all() for g in grads)
     assert any(g is not None and g.abs().sum() > 0 for g in grads)
 
 

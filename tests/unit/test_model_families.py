@@ -27,6 +27,7 @@ from tests.unit.tiny_rankers import (
     CANDIDATES,
     DOC_SCORES,
     DOCS,
+    GROUPS,
     QUERIES,
     TRIPLES,
     candidates,
@@ -74,7 +75,8 @@ def test_family_trains_saves_reloads_and_reranks(arch: str, method: str, tmp_pat
         for n in names
     )
     terms = [record.term(ranker.repr_dim, objective[-1][1], 0)] if record.term else []
-    groups = prepare_groups(TRIPLES, CFG.group_size, doc_bias(DOC_SCORES, "tf_abs"), pairs)
+    bias = doc_bias(DOC_SCORES, "tf_abs", GROUPS)  # every per-document value a term may read
+    groups = prepare_groups(TRIPLES, CFG.group_size, bias, pairs)
     assert [len(d) for d in groups.docs] == [3, 3, 3, 3]
     before = _trainable(ranker)
     head = [p.detach().clone() for t in terms for p in t.parameters()]

@@ -51,6 +51,11 @@ DOC_SCORES = pl.DataFrame(
     }
 )
 
+GROUPS = pl.DataFrame(
+    {"doc_id": list(DOCS), "group": ["F", "M", "N", "F", "N", "N", "M", "N"]}
+)
+"""The documents' F/M/N versions (the corpus's `group` column): `version_*` of a batch."""
+
 
 def candidates(per_query: Mapping[str, list[str]]) -> pl.DataFrame:
     """First-stage candidates (rank = list position, score descending) of ``per_query``."""
