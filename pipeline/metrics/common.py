@@ -130,4 +130,4 @@ class Metric:
         """``fn`` on ``ctx`` with its settings ``cfg`` (its config's defaults when ``None``)."""
         if self.config is NoConfig:
             return self.fn(ctx, cutoffs)
-        return self.fn(ctx, cutoffs, self.config() if cfg is None else cfg)  # type: ignore[call-arg]
+        return self.fn(ctx, cutoffs, self.config() if cfg is None else cfg)

@@ -23,6 +23,16 @@ if TYPE_CHECKING:  # imported where used: a module reading the data sources stay
 log = logging.getLogger(__name__)
 
 
+def tokenize(texts: list[str]) -> list[list[str]]:
+    """The index builder's tokens of ``texts`` as strings (bm25s's English stop words,
+    lowercase ``\\w\\w+``, no stemmer): what :func:`bm25_over_docs` indexes and matches."""
+    from bm25s.tokenization import Tokenizer
+
+    out = Tokenizer(stopwords="en").tokenize(texts, return_as="string", show_progress=False)
+    assert isinstance(out, list)
+    return out
+
+
 def top_k_order(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` highest positive ``scores``: score descending, ties by index.
 
