@@ -128,7 +128,10 @@ def audit_edbt2022(
         parts.append(rows.with_columns(ours, status=pl.lit(_status(run, doc_scores))))
     out = pl.concat(parts).with_columns(
         diff=pl.col("ours") - pl.col("published"),
-        lexicon=pl.lit(_lexicon(doc_scores)),
+        # the lexicon a recomputed row used; none for a skipped one
+        lexicon=pl.when(pl.col("status").str.starts_with("skipped"))
+        .then(pl.lit(""))
+        .otherwise(pl.lit(_lexicon(doc_scores))),
     )
     _log_summary(out)
     return out.select(list(COLUMNS)).cast(COLUMNS)  # type: ignore[arg-type]

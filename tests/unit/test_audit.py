@@ -112,8 +112,9 @@ def test_without_msmarco_data_every_row_is_skipped_with_a_reason(tiny: dict) -> 
     published = load_published().filter(pl.col("run") == RUN)
     out = audit_edbt2022(other, tiny["doc_scores"], published, {RUN: tiny["run"]})
     # qrels of another collection (the default's Grep-BiasIR): decided from the data, not
-    # from dataset.name
+    # from dataset.name; a skipped row used no lexicon
     assert out["status"][0].startswith("skipped: no MS MARCO dev qrels")
+    assert out["lexicon"].to_list() == [""] * out.height
     unjudged = tiny["qrels"].with_columns(pl.lit(0).alias("relevance"))
     out = audit_edbt2022(unjudged, tiny["doc_scores"], published, {RUN: tiny["run"]})
     assert out["status"][0] == "skipped: the qrels judge none of the run's 2 queries"
