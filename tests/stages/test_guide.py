@@ -36,7 +36,7 @@ def _blocks(kind: str) -> list[docs.Block]:
     return [b for b in docs.parse(GUIDE) if b.kind == kind]
 
 
-def _guided(kind: str, lang: str) -> list[docs.Block]:
+def _guided(lang: str) -> list[docs.Block]:
     """The guide's blocks of `lang` marked as tested by this file."""
     return [b for b in _blocks("tested-by") if b.name == f"tests/stages/{Path(__file__).name}"
             and b.lang == lang]  # fmt: skip
@@ -63,8 +63,8 @@ def test_the_guide_adds_four_plugins_one_file_each(
         "pipeline/data/grep_small.py", "pipeline/metrics/group_share.py",
         "pipeline/models/scaled_bi_encoder.py", "pipeline/train/losses/version_gap.py",
     ]  # fmt: skip
-    (params_block,) = _guided("tested-by", "yaml")
-    (commands_block,) = _guided("tested-by", "bash")
+    (params_block,) = _guided("yaml")
+    (commands_block,) = _guided("bash")
     repo = tmp_path / "r"
     shutil.copytree(tiny_repo, repo)
     run(["git", "reset", "-q", "--hard", "HEAD"], repo)  # earlier tests ran experiments in it
