@@ -24,7 +24,7 @@ import numpy as np
 
 from benchmarks.common import parser, peak_rss_mib, report, setup_logging, write_row
 from benchmarks.rehearsal.generate import GenConfig, passage_lengths, text_model
-from pipeline.retrieval.bm25 import SparseScorer, _tokenize, top_k_order
+from pipeline.retrieval.bm25 import SparseScorer, tokenize, top_k_order
 
 log = logging.getLogger("benchmarks.bm25")
 
@@ -39,10 +39,10 @@ def main() -> None:
     cfg = GenConfig(passages=args.passages)
     model, rng = text_model(cfg), np.random.default_rng(cfg.seed)
     texts, _ = model.draw(rng, passage_lengths(rng, args.passages, cfg))
-    queries = _tokenize(model.draw_queries(rng, args.queries).to_list())
+    queries = tokenize(model.draw_queries(rng, args.queries).to_list())
     start = time.perf_counter()
     retriever = bm25s.BM25(k1=0.9, b=0.4)
-    retriever.index(_tokenize(texts.to_list()), show_progress=False)
+    retriever.index(tokenize(texts.to_list()), show_progress=False)
     del texts
     log.info("index of %d passages: %.1f s", args.passages, time.perf_counter() - start)
     scorer = SparseScorer(retriever)

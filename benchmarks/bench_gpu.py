@@ -111,6 +111,7 @@ def lengths(tokenizer: Any, qmap: dict[str, str], dmap: dict[str, str], t: pl.Da
 def ours_train(path: Path, qmap: dict[str, str], dmap: dict[str, str], t: pl.DataFrame, *,
                batch: int, device: str) -> Callable[[], None]:  # fmt: skip
     from pipeline.models.config import ModelConfig
+
     from pipeline.models.registry import build_ranker
     from pipeline.train.groups import prepare_groups
     from pipeline.train.loop import TrainConfig, train_model
@@ -164,6 +165,7 @@ def lean_train(path: Path, qmap: dict[str, str], dmap: dict[str, str], t: pl.Dat
 def ours_rerank(path: Path, qmap: dict[str, str], dmap: dict[str, str], t: pl.DataFrame, *,
                 batch: int, device: str) -> Callable[[], None]:  # fmt: skip
     from pipeline.models.config import ModelConfig
+
     from pipeline.models.registry import build_ranker
     from pipeline.rerank import rerank
 

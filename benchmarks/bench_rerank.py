@@ -24,8 +24,8 @@ import torch
 from benchmarks.common import parser, report, setup_logging, timed, write_row
 from benchmarks.naive_ranker import naive_rerank, sequences_per_pair
 from benchmarks.synthetic import passages, queries, vocabulary
-from pipeline.models.config import ModelConfig, family_names
-from pipeline.models.registry import build_ranker
+from pipeline.models import family_names
+from pipeline.models.registry import build_ranker, model_params
 from pipeline.rerank import rerank
 
 log = logging.getLogger("benchmarks.rerank")
@@ -44,7 +44,7 @@ def main() -> None:
     args = p.parse_args()
     setup_logging()
     logging.getLogger("pipeline").setLevel(logging.WARNING)
-    cfg = ModelConfig(arch=args.arch, name="all-MiniLM-L6-v2", n_layers=args.layers,
+    cfg = model_params(args.arch, name="all-MiniLM-L6-v2", n_layers=args.layers,
                       max_len=args.max_len, q_len=32)  # fmt: skip
     ranker = build_ranker(cfg, seed=0).to(args.device).eval()
     vocab = vocabulary(ranker.tokenizer)

@@ -19,8 +19,9 @@ import polars as pl
 from polars.testing import assert_frame_equal
 
 from benchmarks.common import parser, peak_rss_mib, report, setup_logging, timed, write_row
+from benchmarks.naive_scoring import score_documents_naive
 from pipeline.bias.lexicon import default_lexicon, load_wordlist
-from pipeline.bias.scoring import score_documents, score_documents_naive
+from pipeline.bias.scoring import score_documents
 
 log = logging.getLogger("benchmarks.scoring")
 WORDLISTS = "pipeline/resources/wordlists"

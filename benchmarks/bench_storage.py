@@ -9,7 +9,7 @@ depend on how long it trained, only the minutes do), and measures the bytes unde
 hard links once):
 
 1. after ``dvc repro train@<method>`` from an empty cache (5 fold models),
-2. the increment of ``dvc exp run -S methods.<method>.lambda=0.5 train@<method>`` (one seed:
+2. the increment of ``dvc exp run -S methods.<method>.loss.0.lambda=0.5 train@<method>`` (one seed:
    the experiment retrains the method),
 3. ours only: the increment of a further ``-S 'train.seeds=[1,2,3]'`` experiment.
 
@@ -115,7 +115,7 @@ def measure(repo: Path, method: str, seeds: bool) -> dict[str, Any]:
     row["links"] = links(repo, method)
     run(["git", "add", "-A"], repo)
     run(["git", "commit", "-qm", "repro"], repo)
-    run([*dvc, "exp", "run", "-S", f"methods.{method}.lambda=0.5", f"train@{method}"], repo)
+    run([*dvc, "exp", "run", "-S", f"methods.{method}.loss.0.lambda=0.5", f"train@{method}"], repo)
     row["exp_1_seed_bytes"] = unique_bytes(cache, models) - row["after_repro_bytes"]
     if seeds:
         before = unique_bytes(cache, models)

@@ -26,9 +26,9 @@ import torch
 from benchmarks.common import parser, report, setup_logging, timed, write_row
 from benchmarks.naive_ranker import naive_train
 from benchmarks.synthetic import passages, queries, vocabulary
+from pipeline.models import family_names
 from pipeline.models.base import Ranker
-from pipeline.models.config import ModelConfig, family_names
-from pipeline.models.registry import build_ranker
+from pipeline.models.registry import build_ranker, model_params
 from pipeline.train.groups import prepare_groups
 from pipeline.train.loop import TrainConfig, train_model
 from pipeline.train.losses.margin import MarginConfig
@@ -53,8 +53,7 @@ def main() -> None:
     logging.getLogger("pipeline").setLevel(logging.WARNING)
     if args.threads:
         torch.set_num_threads(args.threads)
-    cfg = ModelConfig(
-        arch=args.arch, name="all-MiniLM-L6-v2", n_layers=args.layers,
+    cfg = model_params(args.arch, name="all-MiniLM-L6-v2", n_layers=args.layers,
         train_layers=args.train_layers or None, max_len=args.max_len, q_len=32,
     )  # fmt: skip
     vocab = vocabulary(build_ranker(cfg, seed=0).tokenizer)

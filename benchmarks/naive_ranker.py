@@ -15,9 +15,8 @@ import torch
 from torch import Tensor, nn
 
 from pipeline.models.base import Ranker
-from pipeline.models.bi_encoder import BiEncoder, mean_pool
-from pipeline.models.cross_encoder import CrossEncoder
-from pipeline.models.late_interaction import LateInteraction, maxsim
+from pipeline.models.bi_encoder import mean_pool
+from pipeline.models.late_interaction import maxsim
 
 
 def encode_padded(
@@ -45,28 +44,29 @@ def _hidden(ranker: Ranker, inputs: dict[str, Tensor]) -> Tensor:
 def naive_scores(ranker: Ranker, queries: list[str], docs: list[str]) -> Tensor:
     """Scores ``[n]`` of the text pairs ``(queries[i], docs[i])``: each pair's texts encoded
     for that pair, padded to the ranker's lengths (gradients flow as in training)."""
-    cfg = ranker.cfg
-    if isinstance(ranker, CrossEncoder):
-        return ranker.head(_hidden(ranker, encode_padded(ranker, queries, cfg.max_len, docs)))
+    cfg, family = ranker.cfg, ranker.arch
+    model: Any = ranker  # the family's own parts: the cross-encoder's head, ColBERT's projection
+    if family == "cross_encoder":
+        return model.head(_hidden(ranker, encode_padded(ranker, queries, cfg.max_len, docs)))
     q_in = encode_padded(ranker, queries, cfg.q_len)
     d_in = encode_padded(ranker, docs, cfg.max_len)
     hq, hd = _hidden(ranker, q_in).float(), _hidden(ranker, d_in).float()
     mq, md = q_in["attention_mask"], d_in["attention_mask"]
-    if isinstance(ranker, BiEncoder):
+    if family == "bi_encoder":
         eq, ed = mean_pool(hq, mq), mean_pool(hd, md)
-        if cfg.similarity == "cosine":
+        if ranker.settings.similarity == "cosine":
             eq, ed = nn.functional.normalize(eq, dim=-1), nn.functional.normalize(ed, dim=-1)
-        return (eq * ed).sum(-1) / cfg.temperature
-    if isinstance(ranker, LateInteraction):
-        tq = nn.functional.normalize(ranker.projection(hq), dim=-1) * mq.unsqueeze(-1)
-        td = nn.functional.normalize(ranker.projection(hd), dim=-1) * md.unsqueeze(-1)
-        return maxsim(tq, mq, td, md) / cfg.temperature
+        return (eq * ed).sum(-1) / ranker.settings.temperature
+    if family == "late_interaction":
+        tq = nn.functional.normalize(model.projection(hq), dim=-1) * mq.unsqueeze(-1)
+        td = nn.functional.normalize(model.projection(hd), dim=-1) * md.unsqueeze(-1)
+        return maxsim(tq, mq, td, md) / ranker.settings.temperature
     raise TypeError(f"no naive scoring for {type(ranker).__name__}")
 
 
 def sequences_per_pair(ranker: Ranker) -> int:
     """Encoder sequences the naive side runs per (query, document) pair."""
-    return 1 if isinstance(ranker, CrossEncoder) else 2
+    return 1 if ranker.arch == "cross_encoder" else 2
 
 
 def naive_train(

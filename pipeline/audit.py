@@ -77,11 +77,11 @@ def recompute(run: pl.DataFrame, qrels: pl.DataFrame, doc_scores: pl.DataFrame) 
 def _skip_reason(
     run: pl.DataFrame, qrels: pl.DataFrame | None, doc_scores: pl.DataFrame | None
 ) -> str | None:
-    if qrels is None:
+    queries = run["query_id"].unique()
+    if qrels is None or not qrels.filter(pl.col("query_id").is_in(queries.implode())).height:
         return "skipped: no MS MARCO dev qrels (extract with dataset.name = msmarco-passage)"
     if doc_scores is None:
         return "skipped: no per-document scores (run the score stage on the MS MARCO corpus)"
-    queries = run["query_id"].unique()
     judged = qrels.filter(pl.col("relevance") > 0, pl.col("query_id").is_in(queries.implode()))
     if judged.height == 0:
         return f"skipped: the qrels judge none of the run's {queries.len()} queries"
@@ -128,7 +128,10 @@ def audit_edbt2022(
         parts.append(rows.with_columns(ours, status=pl.lit(_status(run, doc_scores))))
     out = pl.concat(parts).with_columns(
         diff=pl.col("ours") - pl.col("published"),
-        lexicon=pl.lit(_lexicon(doc_scores)),
+        # the lexicon a recomputed row used; none for a skipped one
+        lexicon=pl.when(pl.col("status").str.starts_with("skipped"))
+        .then(pl.lit(""))
+        .otherwise(pl.lit(_lexicon(doc_scores))),
     )
     _log_summary(out)
     return out.select(list(COLUMNS)).cast(COLUMNS)  # type: ignore[arg-type]

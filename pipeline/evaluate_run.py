@@ -324,6 +324,23 @@ def _fmt(v: Any) -> str:
     return f"{v:>10d}" if isinstance(v, int) else f"{v:>10.4f}"
 
 
+def settings(ns: argparse.Namespace) -> dict[str, Any]:
+    """The metric families' own settings from the options (``--awrf-target``: the ``awrf``
+    record's ``target``, ``--exposure-temperature``: the ``exposure`` record's
+    ``temperature``), each checked by its record's config."""
+    from pipeline.config import build
+    from pipeline.metrics import get_record
+
+    given = {
+        "awrf": {"target": ns.awrf_target},
+        "exposure": {"temperature": ns.exposure_temperature},
+    }
+    return {
+        name: build(get_record(name).config, values, f"--{name} settings")
+        for name, values in given.items()
+    }
+
+
 def run_cli(ns: argparse.Namespace) -> dict[str, Any]:
     """Read the inputs, compute the suite, print the table, write `--out`; return the JSON."""
     run = io.read_trec_run(ns.run)
@@ -346,17 +363,10 @@ def run_cli(ns: argparse.Namespace) -> dict[str, Any]:
         tokenizer=ns.tokenizer,
         liwc_dic=ns.liwc_dic,
         background=background,
-        awrf_target=ns.awrf_target,
+        settings=settings(ns),
         source=str(ns.corpus),
     )
-    aggregates, _ = compute(
-        run,
-        qrels,
-        coll,
-        cutoffs=ns.cutoffs,
-        query_complexity=complexity,
-        exposure_temperature=ns.exposure_temperature,
-    )
+    aggregates, _ = compute(run, qrels, coll, cutoffs=ns.cutoffs, query_complexity=complexity)
     aggregates = {**aggregates, **shares}
     scores = coll.doc_scores
     result = {

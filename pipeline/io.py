@@ -23,7 +23,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.errors import InputError, SetupError, is_disk_full
-from pipeline.schemas import RUN, Schema, SchemaError, validate
+from pipeline.schemas import (
+    CORPUS,
+    QUERIES,
+    RUN,
+    Schema,
+    SchemaError,
+    labelled_groups,
+    validate,
+)
+from pipeline.ties import in_input_order
 
 
 class ArtifactError(InputError):
@@ -308,12 +317,7 @@ def read_trec_run(path: str | Path) -> pl.DataFrame:
         raise ArtifactError(f"{p}: empty TREC run (no result lines); {_TREC_FORMAT}.")
     _check_trec_rows(df, p)
     df = df.with_columns(pl.col("score").cast(pl.Float64)).drop("_line", "_text")
-    df = df.with_row_index("_order")
-    df = df.sort(["query_id", "score", "_order"], descending=[False, True, False])
-    df = df.with_columns(
-        pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank")
-    )
-    out = df.select("query_id", "doc_id", "score", "rank")
+    out = in_input_order(df).select("query_id", "doc_id", "score", "rank")
     try:
         validate(out.to_arrow(), RUN, str(p))
     except SchemaError as e:
@@ -323,3 +327,26 @@ def read_trec_run(path: str | Path) -> pl.DataFrame:
 
 def read_text(path: str | Path) -> str:
     return _existing(path).read_text(encoding="utf-8")
+
+
+def read_texts(tables: list[tuple[Path, Path]]) -> tuple[dict[str, str], dict[str, str]]:
+    """``(query text by id, document text by id)`` of every ``(queries, corpus)`` pair."""
+    queries: dict[str, str] = {}
+    docs: dict[str, str] = {}
+    for q_path, c_path in tables:
+        q = read_table(q_path, QUERIES).select("query_id", "text")
+        c = read_table(c_path, CORPUS).select("doc_id", "text")
+        queries |= dict(q.iter_rows())
+        docs |= dict(c.iter_rows())
+    return queries, docs
+
+
+def read_groups(path: str | Path) -> pl.DataFrame | None:
+    """``doc_id, group`` of a corpus's documents labelled F, M or N (its ``group`` column
+    read alone, checked by ``schemas.labelled_groups``); ``None`` without such a column."""
+    if "group" not in parquet_columns(path):
+        return None
+    table = pq.read_table(_existing(path), columns=["doc_id", "group"])
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return labelled_groups(frame, str(path))

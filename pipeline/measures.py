@@ -41,7 +41,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -56,9 +56,10 @@ from pipeline.bias import (
     load_wordlist,
     score_documents,
 )
-from pipeline.metrics import METRICS, EvalInputs, get_metric, get_record, measure_of
-from pipeline.metrics.inputs import AwrfTarget, labelled_groups
+from pipeline.metrics import METRICS, EvalInputs, get_record, measure_of
 from pipeline.metrics.suite import DEFAULT_CUTOFFS, evaluate
+from pipeline.schemas import labelled_groups
+from pipeline.ties import in_input_order
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -119,7 +120,7 @@ class Collection:
     doc_scores: pl.DataFrame
     doc_groups: pl.DataFrame | None = None
     background: pl.DataFrame | None = None
-    awrf_target: AwrfTarget = "uniform"
+    settings: Mapping[str, Any] = field(default_factory=dict)
     _cache: dict[tuple[Any, ...], pl.DataFrame] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -132,14 +133,14 @@ class Collection:
         tokenizer: str = DEFAULT_TOKENIZER,
         liwc_dic: str | Path | None = None,
         background: pl.DataFrame | None = None,
-        awrf_target: AwrfTarget = "uniform",
+        settings: Mapping[str, Any] | None = None,
         source: str = "corpus",
     ) -> Collection:
         """Score `corpus` (`doc_id, text[, group]`, read from `source`) and keep its F/M/N
-        labels."""
+        labels; `settings`: metric family → its own config (`evaluate.<family>`)."""
         groups = doc_groups(corpus, source)  # checked first: scoring a big corpus takes time
         scores = score_corpus(corpus, tokenizer=tokenizer, liwc_dic=liwc_dic)
-        return cls(scores, groups, background, awrf_target)
+        return cls(scores, groups, background, dict(settings or {}))
 
     def candidates(self, run: pl.DataFrame) -> pl.DataFrame:
         """NFaiRR's background of the run's queries: `background`, else the run itself."""
@@ -155,12 +156,7 @@ def ranked(run: pl.DataFrame) -> pl.DataFrame:
     out = run.select(
         pl.col("query_id").cast(pl.Utf8), pl.col("doc_id").cast(pl.Utf8), pl.col("score")
     ).cast({"score": pl.Float64})
-    out = out.with_row_index("_order").sort(
-        ["query_id", "score", "_order"], descending=[False, True, False]
-    )
-    return out.with_columns(
-        pl.int_range(1, pl.len() + 1).over("query_id").cast(pl.Int64).alias("rank")
-    ).drop("_order")
+    return in_input_order(out)
 
 
 def inputs(
@@ -168,7 +164,6 @@ def inputs(
     qrels: pl.DataFrame | None,
     coll: Collection,
     query_complexity: pl.DataFrame | None = None,
-    exposure_temperature: float = 1.0,
 ) -> EvalInputs:
     """The `EvalInputs` of one run: qrels restricted to the run's queries (SPEC §4)."""
     run = ranked(run)
@@ -183,8 +178,6 @@ def inputs(
         candidates=coll.candidates(run),
         doc_groups=coll.doc_groups,
         query_complexity=query_complexity,
-        awrf_target=coll.awrf_target,
-        exposure_temperature=exposure_temperature,
     )
 
 
@@ -195,16 +188,16 @@ def compute(
     cutoffs: Sequence[int] = DEFAULT_CUTOFFS,
     families: Sequence[str] | None = None,
     query_complexity: pl.DataFrame | None = None,
-    exposure_temperature: float = 1.0,
 ) -> tuple[dict[str, float], pl.DataFrame]:
     """Every suite metric of `run` (`query_id, doc_id, score`): `(aggregates, per_query)`.
 
     Families whose inputs are missing (qrels, F/M/N groups, query complexity) are skipped
-    with a log message, as in the evaluate stage.
+    with a log message, as in the evaluate stage; each family runs with its settings in
+    `coll.settings`.
     """
     names = list(METRICS) if families is None else list(families)
-    ctx = inputs(run, qrels, coll, query_complexity, exposure_temperature)
-    return evaluate(ctx, names, cutoffs)
+    ctx = inputs(run, qrels, coll, query_complexity)
+    return evaluate(ctx, names, cutoffs, coll.settings)
 
 
 # ---- ir_measures -------------------------------------------------------------------------
@@ -253,10 +246,11 @@ def query_value(
             coll.doc_scores.join(docs.unique(), on="doc_id", how="semi"),
             coll.doc_groups,
             coll.background,
-            coll.awrf_target,
+            coll.settings,
         )
         with _quiet("pipeline.metrics"):  # per-query counts would warn once per query
-            coll._cache[cache_key] = get_metric(family)(inputs(r, q, small), (k,))
+            ctx = inputs(r, q, small)
+            coll._cache[cache_key] = get_record(family).run(ctx, (k,), coll.settings.get(family))
     value = coll._cache[cache_key][key.format(k=k)][0]
     return math.nan if value is None else float(value)
 

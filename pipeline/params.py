@@ -1,12 +1,16 @@
 """Typed, validated view of params.yaml.
 
-Every section is a typed config (``pipeline.config``): the plug-ins' own configs (a data
-source's ``dataset.<source>``, an ordering's ``orderings.<name>``, a method's loss terms)
-and the sections below. Loading refuses unknown keys (with the closest known one), missing
+Every section is a typed config (``pipeline.config``): the fixed sections
+(``pipeline.sections``) and the plug-ins' own settings, each loaded into the ``Config`` its
+record declares (``pipeline.plugins``): a data source's ``dataset.<source>``, an ordering's
+``orderings.<name>``, each loss term of ``methods.<m>.loss`` (``{name: penalty, docs:
+relevant, lambda: 0.5}``), a model family's ``model.<arch>`` and a metric family's
+``evaluate.<metric>``. Loading refuses unknown keys (with the closest known one), missing
 required keys and ill-typed or out-of-range values with one error naming the key (e.g.
-``methods.penalty_irrelevant.lambda``) and the fix, so a typo in ``dvc exp run -S …`` fails
-at once instead of silently running the default. Defaults live in the configs only;
-params.yaml repeats them (a test checks that they agree).
+``methods.penalty_irrelevant.loss.0.lambda``) and the fix, so a typo in ``dvc exp run -S …``
+fails at once instead of silently running the default. Defaults live in the configs only;
+params.yaml repeats them (a test checks that they agree). This module imports no plug-in
+package (the records are found by name) and no torch.
 """
 
 from __future__ import annotations
@@ -15,28 +19,27 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import yaml
 
-from pipeline.config import (
-    Checked,
-    ParamsError,
-    Range,
-    build,
-    did_you_mean,
-    fields,
-    key_of,
-    lookup,
+from pipeline import plugins
+from pipeline.config import ParamsError, build, coerce, did_you_mean, fields, hints, key_of
+from pipeline.schemas import Direction, PsiColumn
+from pipeline.sections import (
+    CandidatesParams,
+    ControlParams,
+    EvaluateParams,
+    ModelParams,
+    ReportParams,
+    RerankParams,
+    ScoreParams,
+    TrainConfig,
+    TransferParams,
 )
-from pipeline.data import SOURCES, get_source
-from pipeline.models.config import ModelConfig
-from pipeline.ordering import ORDERINGS, get_ordering
-from pipeline.ordering.common import Direction, PsiColumn
-from pipeline.train.config import TrainConfig
-from pipeline.train.losses import LOSSES, Objective, get_record
 
 DEFAULT_PARAMS = "params.yaml"
+TrainParams = TrainConfig  # the `train` section is the trainer's config
 
 __all__ = [
     "DEFAULT_PARAMS",
@@ -44,10 +47,12 @@ __all__ = [
     "REFERENCE_ROWS",
     "ZERO_SHOT",
     "CandidatesParams",
+    "ControlParams",
     "DatasetParams",
     "EvaluateParams",
     "MethodParams",
     "ModelParams",
+    "Objective",
     "Params",
     "ParamsError",
     "ReportParams",
@@ -59,6 +64,9 @@ __all__ = [
     "load_params",
     "parse_params",
 ]
+
+Objective = tuple[tuple[str, Any], ...]
+"""A method's training loss: ``(loss term name, its config)`` per term, summed."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +81,11 @@ class DatasetParams:
     @property
     def source(self) -> Any:
         """The config of the selected source."""
-        return self.sources[get_source(self.name).section]
+        return self.config_of(self.name)
+
+    def config_of(self, name: str) -> Any:
+        """The config of source ``name`` (its section ``dataset.<name with _>``)."""
+        return self.sources[plugins.record("source", name).section]
 
     @property
     def folds(self) -> int:
@@ -82,95 +94,17 @@ class DatasetParams:
 
 
 @dataclass(frozen=True)
-class ScoreParams(Checked):
-    """``tokenizer``: ``words`` (runs of \\w; Grep-BiasIR) or ``reference`` (split on one
-    space, as the published MS MARCO code); the word lists; ``liwc_dic``: a LIWC ``.dic``
-    (``None`` = the open list); ``neutrality_tau``: ζ = 1 up to tau representative words;
-    ``complexity_parser``: an installed spaCy pipeline for Lu (2010) syntactic indices."""
-
-    tokenizer: Literal["words", "reference"] = "words"
-    wordlist_specific: str = "pipeline/resources/wordlists/wordlist_genderspecific.txt"
-    wordlist_representative: str = "pipeline/resources/wordlists/wordlist_gender_representative.txt"
-    liwc_dic: str | None = None
-    neutrality_tau: Annotated[float, Range(ge=0)] = 1.0
-    complexity_parser: str | None = None
-
-
-@dataclass(frozen=True)
-class CandidatesParams(Checked):
-    """``top_k``: BM25 candidates per test query (reranked); ``train_top_k``: per training
-    query (read only by the ``lws`` ordering), ``None`` = ``top_k``, ``0`` = none (paper scale
-    without LWS: 400k training queries × the whole corpus is hours of BM25)."""
-
-    top_k: Annotated[int, Range(ge=1)] = 50
-    k1: Annotated[float, Range(ge=0)] = 0.9
-    b: Annotated[float, Range(ge=0, le=1)] = 0.4
-    train_top_k: Annotated[int, Range(ge=0)] | None = None
-    fill_seed: int = 13  # test lists shorter than top_k: the random part of the fill
-
-
-ModelParams = ModelConfig  # the `model` section is the model families' config
-TrainParams = TrainConfig  # the `train` section is the trainer's config
-
-
-@dataclass(frozen=True)
-class TransferParams(Checked):
-    """The held-out collection every trained model is also evaluated on, without training
-    on it (issue 21): ``name`` (``genderbias-qa``, shipped), its ``splits``, and which fold
-    models of a seed rerank it (``fold_models``: ``first`` or ``all``)."""
-
-    name: Literal["genderbias-qa"] = "genderbias-qa"
-    splits: list[Literal["test", "train"]] = field(default_factory=lambda: ["test"])
-    fold_models: Literal["first", "all"] = "first"
-
-
-@dataclass(frozen=True)
-class RerankParams(Checked):
-    batch_size: Annotated[int, Range(ge=1)] = 64
-
-
-@dataclass(frozen=True)
-class EvaluateParams(Checked):
-    """``cutoffs`` of every rank-based metric; ``awrf_target`` (SPEC §4.6);
-    ``exposure_temperature``: Plackett-Luce temperature on the per-query z-scored scores."""
-
-    cutoffs: Annotated[list[int], Range(ge=1)] = field(default_factory=lambda: [10, 20])
-    awrf_target: Literal["uniform", "relevant"] = "uniform"
-    exposure_temperature: Annotated[float, Range(gt=0)] = 1.0
-
-
-@dataclass(frozen=True)
-class ReportParams(Checked):
-    """The report's comparison with the baseline (SPEC §4.8): multiple-comparison correction
-    and the paired bootstrap CI of each difference (pipeline/stats.py)."""
-
-    correction: Literal["bonferroni", "holm"] = "bonferroni"
-    bootstrap_samples: Annotated[int, Range(ge=100)] = 10_000
-    bootstrap_seed: Annotated[int, Range(ge=0)] = 0
-
-
-@dataclass(frozen=True)
-class ControlParams(Checked):
-    """One entry under ``controls:`` (issue 29): the methods it is a control of, each
-    compared with it directly (treatment − control, by the report's test), and what the
-    pair isolates (one line, shown in the report's *Controls* table)."""
-
-    of: list[str]
-    isolates: str = ""
-
-
-@dataclass(frozen=True)
 class MethodParams:
     """One entry under ``methods:``: how its training data is ordered and its loss terms.
 
-    ``loss``: the names of its loss terms (``pipeline.train.losses``; one name or a list),
-    summed with their weights; ``terms``: each term with its config, loaded from the entry's
-    other keys (a term's config fields are keys of the entry: ``lambda``, ``coef``, …).
-    ``psi``: the Ψ column its loss reads (required: ``order@<method>`` records it).
-    ``direction``: the per-method setting of orderings that list it in their record's
-    ``method_keys`` (curriculum). ``ordering_params``: overrides of the ordering's own
-    section (``orderings.<o>``) for this method only, e.g. ``{by_query: false}``: a control
-    differs from its method by one key.
+    ``loss``: the names of its loss terms (``pipeline.train.losses``), in order; ``terms``:
+    each term with its own config, loaded from its entry of the list (``{name: penalty,
+    docs: relevant, lambda: 1.0}``; a bare name is a term with its defaults), summed with
+    their weights. ``psi``: the Ψ column its loss reads (required: ``order@<method>``
+    records it). ``direction``: the per-method setting of orderings that list it in their
+    record's ``method_keys`` (curriculum). ``ordering_params``: overrides of the ordering's
+    own section (``orderings.<o>``) for this method only, e.g. ``{by_query: false}``: a
+    control differs from its method by one key.
     """
 
     ordering: str
@@ -186,14 +120,14 @@ class MethodParams:
 
     def settings(self) -> dict[str, Any]:
         """The entry as params.yaml spells it (set values only): for provenance records."""
-        loss = self.loss[0] if len(self.loss) == 1 else list(self.loss)
-        out: dict[str, Any] = {"ordering": self.ordering, "loss": loss, "psi": self.psi}
+        out: dict[str, Any] = {"ordering": self.ordering, "loss": [], "psi": self.psi}
+        for name, cfg in self.terms:
+            values = {key_of(k): v for k, v in dataclasses.asdict(cfg).items() if v is not None}
+            out["loss"].append({"name": name, **values} if values else name)
         if self.direction is not None:
             out["direction"] = self.direction
         if self.ordering_params:
             out["ordering_params"] = dict(self.ordering_params)
-        for _, cfg in self.terms:
-            out |= {key_of(k): v for k, v in dataclasses.asdict(cfg).items() if v is not None}
         return out
 
 
@@ -235,15 +169,13 @@ REFERENCE_ROWS = (FIRST_STAGE, ZERO_SHOT)
 SECTIONS: dict[str, type] = {
     "score": ScoreParams,
     "candidates": CandidatesParams,
-    "model": ModelConfig,
     "train": TrainConfig,
     "rerank": RerankParams,
-    "evaluate": EvaluateParams,
     "report": ReportParams,
     "transfer": TransferParams,
 }
-"""The sections with one fixed config (``dataset``, ``orderings`` and ``methods`` are made
-of plug-ins' configs)."""
+"""The sections with one fixed config (``dataset``, ``model``, ``evaluate``, ``orderings``
+and ``methods`` hold plug-ins' configs)."""
 METHOD_KEYS = ("ordering", "loss", "psi")
 """Keys every method entry has."""
 ORDERING_PARAMS = "ordering_params"
@@ -262,7 +194,11 @@ def parse_params(raw: Mapping[str, Any]) -> Params:
     built: dict[str, Any] = {
         name: build(cls, raw.get(name), name) for name, cls in SECTIONS.items()
     }
-    built["dataset"] = _dataset(raw.get("dataset"))
+    built["dataset"] = _dataset(raw.get("dataset"), built["transfer"])
+    built["model"] = _plugin_section(ModelParams, raw.get("model"), "model", "model family",
+                                     "arch", "families")  # fmt: skip
+    built["evaluate"] = _plugin_section(EvaluateParams, raw.get("evaluate"), "evaluate",
+                                        "metric", None, "metrics")  # fmt: skip
     built["orderings"] = _orderings(raw.get("orderings"))
     methods_raw = raw.get("methods")
     if not isinstance(methods_raw, Mapping) or not methods_raw:
@@ -276,12 +212,19 @@ def parse_params(raw: Mapping[str, Any]) -> Params:
     return params
 
 
-def _dataset(raw: Any) -> DatasetParams:
-    """``dataset`` → its ``name`` and every source's subsection loaded into its Config."""
+def _mapping(raw: Any, key: str) -> Mapping[str, Any]:
     raw = {} if raw is None else raw
     if not isinstance(raw, Mapping):
-        raise ParamsError(f"params key 'dataset': expected a mapping, got {raw!r}")
-    sections = {r.section: r for r in SOURCES.values()}
+        raise ParamsError(f"params key {key!r}: expected a mapping, got {raw!r}")
+    return raw
+
+
+def _dataset(raw: Any, transfer: TransferParams) -> DatasetParams:
+    """``dataset`` → its ``name`` and every source's subsection loaded into its Config; the
+    ``name`` must be a source with training data, ``transfer.name`` any source."""
+    raw = _mapping(raw, "dataset")
+    sources = plugins.records("source")
+    sections = {r.section: r for r in sources.values()}
     allowed = ["name", *sections]
     for key in raw:
         if key not in allowed:
@@ -291,27 +234,62 @@ def _dataset(raw: Any) -> DatasetParams:
                 f"params key 'dataset.{key}' is unknown; known keys of 'dataset': {allowed}"
                 + (where or did_you_mean(key, allowed))
             )
-    name = raw.get("name", DatasetParams.name)
-    try:
-        get_source(str(name))
-    except ValueError as e:
-        raise ParamsError(f"params key 'dataset.name': {e}") from e
+    name = str(raw.get("name", DatasetParams.name))
+    for key, value, trains in (("dataset.name", name, True), ("transfer.name", transfer.name,
+                                                              False)):  # fmt: skip
+        try:
+            source = plugins.record("source", value)
+        except ValueError as e:
+            raise ParamsError(f"params key {key!r}: {e}") from e
+        if trains and not source.trains:
+            usable = sorted(n for n, r in sources.items() if r.trains)
+            raise ParamsError(
+                f"params key {key!r}: source {value!r} has no training data (an evaluation "
+                f"collection: use it as transfer.name); sources to train on: {usable}"
+            )
     configs: dict[str, Any] = {
         s: build(r.config, raw.get(s), f"dataset.{s}") for s, r in sections.items()
     }
-    return DatasetParams(str(name), configs)
+    return DatasetParams(name, configs)
+
+
+def _plugin_section(
+    cls: type, raw: Any, key: str, kind: str, chosen: str | None, into: str
+) -> Any:
+    """A section of shared keys (``cls``'s fields) and one subsection per plug-in of
+    ``kind``, each loaded into its record's config (``model.<arch>``, ``evaluate.<metric>``);
+    ``chosen``: the shared key that names the plug-in in use (``arch``), checked."""
+    raw = _mapping(raw, key)
+    records = plugins.records(kind)
+    shared = [f.name for f in dataclasses.fields(cls) if f.name != into]
+    for k in raw:
+        if k not in shared and k not in records:
+            owners = sorted(n for n, r in records.items() if k in fields(r.config))
+            where = f"; it is a setting of {owners}: put it under `{key}.<name>`" if owners else ""
+            raise ParamsError(
+                f"params key '{key}.{k}' is unknown; keys of {key!r}: {shared}, and a section "
+                f"per {kind} {sorted(records)}" + (where or did_you_mean(k, [*shared, *records]))
+            )
+    types = hints(cls)
+    values = {k: coerce(raw[k], types[k], f"{key}.{k}") for k in shared if k in raw}
+    if chosen is not None:
+        name = values.get(chosen, getattr(cls, chosen))
+        try:
+            plugins.record(kind, name)
+        except ValueError as e:
+            raise ParamsError(f"params key '{key}.{chosen}': {e}") from e
+    own = {n: build(r.config, raw.get(n), f"{key}.{n}") for n, r in records.items()}
+    return cls(**values, **{into: own})
 
 
 def _orderings(raw: Any) -> dict[str, Any]:
     """`orderings:` → ``{name: Config}``, each section loaded into its record's Config."""
     if raw is None:
         return {}
-    if not isinstance(raw, Mapping):
-        raise ParamsError(f"params key 'orderings': expected a mapping, got {raw!r}")
     out: dict[str, Any] = {}
-    for name, section in raw.items():
+    for name, section in _mapping(raw, "orderings").items():
         try:
-            record = get_ordering(str(name))
+            record = plugins.record("ordering", str(name))
         except ValueError as e:
             raise ParamsError(f"params key 'orderings.{name}': {e}") from e
         out[str(name)] = build(record.config, section, f"orderings.{name}")
@@ -345,30 +323,55 @@ def _controls(raw: Any, methods: list[str]) -> dict[str, ControlParams]:
 
 
 def _method(name: str, raw: Any, orderings: Mapping[str, Any]) -> MethodParams:
-    """One ``methods:`` entry: its ordering, its loss terms each with its config (built from
-    the entry's keys), its Ψ column and per-method ordering settings."""
+    """One ``methods:`` entry: its ordering, its loss terms each with its own config, its Ψ
+    column and per-method ordering settings."""
     key = f"methods.{name}"
-    if not isinstance(raw, Mapping):
-        raise ParamsError(f"params key {key!r}: expected a mapping, got {raw!r}")
-    overrides = raw.get(ORDERING_PARAMS) or {}
-    raw = {k: v for k, v in raw.items() if k != ORDERING_PARAMS}
+    raw = dict(_mapping(raw, key))
+    overrides = raw.pop(ORDERING_PARAMS, None) or {}
     for k in METHOD_KEYS:
         if k not in raw:
             raise ParamsError(f"params key '{key}.{k}' is required but missing")
-    names = _loss_names(raw["loss"], f"{key}.loss")
-    order_keys = sorted({k for r in ORDERINGS.values() for k in r.method_keys})
-    base = {k: raw[k] for k in (*METHOD_KEYS, *order_keys) if k in raw}
-    own = {k: v for k, v in raw.items() if k not in base}
-    takes = {k: n for n in names for k in fields(get_record(n).config)}
-    for k in own:
-        if k not in takes:
-            raise ParamsError(_not_taken(key, str(k), names, [*base, *takes]))
-    terms: Objective = tuple(
-        (n, build(get_record(n).config, _keys_of(n, own), key, owner=f"loss {n!r}")) for n in names
-    )
-    plain = build(_Entry, {k: v for k, v in base.items() if k != "loss"}, key)
+    order_keys = sorted({k for r in plugins.records("ordering").values() for k in r.method_keys})
+    allowed = [*METHOD_KEYS, *order_keys, ORDERING_PARAMS]
+    for k in raw:
+        if k not in allowed:
+            raise ParamsError(_not_taken(key, str(k), allowed))
+    terms = _terms(raw["loss"], f"{key}.loss")
+    plain = build(_Entry, {k: v for k, v in raw.items() if k != "loss"}, key)
     chosen = _ordering_params(plain.ordering, overrides, orderings, f"{key}.{ORDERING_PARAMS}")
+    names = tuple(n for n, _ in terms)
     return MethodParams(plain.ordering, names, plain.psi, terms, plain.direction, chosen)
+
+
+def _terms(value: Any, key: str) -> Objective:
+    """``loss``: a non-empty list of terms, each a name or ``{name: …, <its settings>}``
+    loaded into its record's config at ``<key>.<i>`` (``methods.m.loss.0.lambda``)."""
+    if not isinstance(value, list) or not value:
+        raise ParamsError(
+            f"params key {key!r}: expected a list of loss terms, each a name or a mapping with "
+            f"`name` and its settings (e.g. `[margin]` or `[{{name: penalty, docs: relevant, "
+            f"lambda: 1.0}}]`), got {value!r}"
+        )
+    terms = []
+    for i, item in enumerate(value):
+        where = f"{key}.{i}"
+        settings = dict(item) if isinstance(item, Mapping) else {"name": item}
+        term = settings.pop("name", None)
+        if not isinstance(term, str):
+            raise ParamsError(
+                f"params key '{where}.name': a loss term needs its name (a string), got "
+                f"{term!r}; write `- <name>` or `- {{name: <name>, <settings>}}`"
+            )
+        try:
+            record = plugins.record("loss", term)
+        except ValueError as e:
+            raise ParamsError(f"params key '{where}.name': {e}") from e
+        terms.append((term, build(record.config, settings, where, owner=f"loss {term!r}")))
+    names = [n for n, _ in terms]
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        raise ParamsError(f"params key {key!r}: {names} names the loss term {twice!r} twice")
+    return tuple(terms)
 
 
 def _ordering_params(
@@ -378,10 +381,9 @@ def _ordering_params(
     ``orderings.<o>`` with them applied (unknown keys, types and ranges, as for the section)."""
     if not overrides:
         return {}
-    if not isinstance(overrides, Mapping):
-        raise ParamsError(f"params key {key!r}: expected a mapping, got {overrides!r}")
+    overrides = _mapping(overrides, key)
     try:
-        record = get_ordering(ordering)
+        record = plugins.record("ordering", ordering)
     except ValueError as e:
         raise ParamsError(f"params key {key!r}: {e}") from e
     section = orderings.get(ordering)
@@ -392,43 +394,25 @@ def _ordering_params(
 
 
 @dataclass(frozen=True)
-class _Entry(Checked):
-    """The keys of a method entry besides its loss terms' (validated here)."""
+class _Entry:
+    """The keys of a method entry besides its loss terms (validated here)."""
 
     ordering: str
     psi: PsiColumn
     direction: Direction | None = None
 
 
-def _keys_of(loss: str, own: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in own.items() if k in fields(get_record(loss).config)}
-
-
-def _loss_names(value: Any, key: str) -> tuple[str, ...]:
-    """``loss``: one name or a non-empty list of distinct names, each a known loss term."""
-    names = [value] if isinstance(value, str) else value
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-        raise ParamsError(
-            f"params key {key!r}: expected a loss name or a list of them, got {value!r}"
-        )
-    if len(set(names)) != len(names):
-        raise ParamsError(f"params key {key!r}: {names} names a loss twice")
-    for n in names:
-        try:
-            lookup(LOSSES, n, "loss")
-        except ValueError as e:
-            raise ParamsError(f"params key {key!r}: {e}") from e
-    return tuple(names)
-
-
-def _not_taken(key: str, k: str, names: tuple[str, ...], allowed: list[str]) -> str:
-    """The error of a method key that none of its loss terms (nor the entry) takes."""
-    owners = sorted(n for n, r in LOSSES.items() if k in fields(r.config))
-    hint = f" (a key of {owners})" if owners else did_you_mean(k, allowed)
-    return (
-        f"params key '{key}.{k}' is unknown: its loss {list(names)} takes no {k!r}{hint}; "
-        f"keys this entry takes: {sorted(allowed)}. Remove it, or add a loss term that reads it"
+def _not_taken(key: str, k: str, allowed: list[str]) -> str:
+    """The error of a method key that the entry does not take (a loss term's setting that
+    was written beside the terms, as the flat form of earlier versions did)."""
+    owners = sorted(n for n, r in plugins.records("loss").items() if k in fields(r.config))
+    hint = (
+        f"; {k!r} is a setting of the loss terms {owners}: put it in the term's entry, "
+        f"`loss: [{{name: {owners[0]}, {k}: <value>}}]`"
+        if owners
+        else did_you_mean(k, allowed)
     )
+    return f"params key '{key}.{k}' is unknown; keys of a method: {sorted(allowed)}{hint}"
 
 
 def _check_methods(params: Params) -> None:
@@ -440,18 +424,19 @@ def _check_methods(params: Params) -> None:
             )
     for name, m in params.methods.items():
         _check_ordering(params, name, m)
-        for _, cfg in m.terms:
+        for i, (_, cfg) in enumerate(m.terms):
             check = getattr(cfg, "check_params", None)
             if check is not None:  # rules against other sections (a term's config says)
-                check(params, f"methods.{name}")
+                check(params, f"methods.{name}.loss.{i}")
 
 
 def _check_ordering(params: Params, name: str, m: MethodParams) -> None:
     """The method's ordering exists, has its `orderings.<o>` section (DVC's order stage
     depends on it) and takes every per-method ordering key the method sets."""
     key = f"methods.{name}.ordering"
+    orderings = plugins.records("ordering")
     try:
-        record = get_ordering(m.ordering)
+        record = plugins.record("ordering", m.ordering)
     except ValueError as e:
         raise ParamsError(f"params key {key!r}: {e}") from e
     if m.ordering not in params.orderings:
@@ -460,9 +445,9 @@ def _check_ordering(params: Params, name: str, m: MethodParams) -> None:
             f"{m.ordering!r} and its order stage depends on that section; add "
             f"`{m.ordering}: {{}}` under `orderings:` (or its params)"
         )
-    for k in sorted({k for r in ORDERINGS.values() for k in r.method_keys}):
+    for k in sorted({k for r in orderings.values() for k in r.method_keys}):
         if getattr(m, k) is not None and k not in record.method_keys:
-            takers = sorted(o for o, r in ORDERINGS.items() if k in r.method_keys)
+            takers = sorted(o for o, r in orderings.items() if k in r.method_keys)
             raise ParamsError(
                 f"params key 'methods.{name}.{k}': ordering {m.ordering!r} takes no {k} "
                 f"(only {takers} do); remove the key"
@@ -492,3 +477,5 @@ def get_method(params: Params, name: str) -> MethodParams:
             f"{sorted(params.methods)}"
         )
     return params.methods[name]
+
+

@@ -28,6 +28,8 @@ REPORT_PLOTS = PLOTS / "report"
 LIVE = Path("dvclive")
 CHECKPOINTS = Path("checkpoints")
 CURRICULUM_PLOTS = PLOTS / "curriculum"
+PER_QUERY = "per_query.parquet"
+"""The per-query metrics of an evaluation folder (``evals(...)``)."""
 AUDIT_CSV = METRICS / "audit_edbt2022.csv"
 AUDIT_MD = METRICS / "audit_edbt2022.md"
 
@@ -63,6 +65,11 @@ def runs(method: str, sub: str = "") -> Path:
     return Path("runs", method, sub)
 
 
+def run_file(method: str, sub: str = "") -> Path:
+    """The method's run (``runs/<method>/[seed-<n>/]run.parquet``)."""
+    return runs(method, sub) / "run.parquet"
+
+
 def evals(method: str, sub: str = "") -> Path:
     """The folder of the method's evaluation (``per_query.parquet``, ``metrics.json``)."""
     return EVAL / method / sub
@@ -81,3 +88,27 @@ def live(method: str) -> Path:
 def transfer_table(name: str) -> Path:
     """A table of the held-out collection: ``corpus``, ``queries``, ``qrels``, ``candidates``."""
     return TRANSFER / f"{name}.parquet"
+
+
+def text_tables(transfer: bool = True) -> list[tuple[Path, Path]]:
+    """``(queries, corpus)`` of the collection and (``transfer``) of the held-out one, whose
+    ids never collide: the texts a ranker is bound to."""
+    tables = [(QUERIES, CORPUS)]
+    if transfer:
+        tables.append((transfer_table("queries"), transfer_table("corpus")))
+    return tables
+
+
+def transfer_run(method: str, sub: str = "") -> Path:
+    """The method's run of the held-out collection (``train@<method>``)."""
+    return runs(method, sub) / "transfer.parquet"
+
+
+def transfer_eval(method: str, sub: str = "") -> Path:
+    """The folder of the method's evaluation on the held-out collection."""
+    return evals(method, sub) / "transfer"
+
+
+def weak_run(method: str, sub: str = "") -> Path:
+    """EqualizeIR's weak learners' own run of the test queries (``train@<method>``)."""
+    return runs(method, sub) / "weak.parquet"

@@ -21,6 +21,7 @@ from pipeline.errors import InputError
 from pipeline.models.base import Key, Ranker
 from pipeline.params import Params
 from pipeline.provenance import build_metadata
+from pipeline.ties import rank_by_score
 
 logger = logging.getLogger(__name__)
 
@@ -43,17 +44,16 @@ def rank_run(cands: pl.DataFrame, scores: list[float]) -> pl.DataFrame:
 
     Queries keep the order of their first appearance in ``cands``; ``rank`` restarts at 1.
     """
-    return (
+    frame = (
         cands.select("query_id", "doc_id", pl.col("rank").alias("_cand_rank"))
         .with_columns(
             pl.Series("score", scores, dtype=pl.Float64),
             pl.int_range(pl.len()).alias("_row"),
         )
         .with_columns(pl.col("_row").min().over("query_id").alias("_query_pos"))
-        .sort(["_query_pos", "score", "_cand_rank", "_row"], descending=[False, True, False, False])
-        .with_columns((pl.int_range(pl.len(), dtype=pl.Int64).over("query_id") + 1).alias("rank"))
-        .select(list(RUN_SCHEMA))
     )
+    ranked = rank_by_score(frame, ["_cand_rank", "_row"], order="_query_pos")
+    return ranked.select(list(RUN_SCHEMA))
 
 
 def _validated(candidates: pl.DataFrame, batch_size: int) -> pl.DataFrame:
@@ -158,9 +158,9 @@ def write_runs(
     → ``transfer.parquet``. ``models``: the trained models' root, hashed into the metadata
     (``models/<method>``)."""
     folder = paths.runs(method, sub) if out is None else out / method / sub
-    io.write_table(run, str(folder / "run.parquet"), schemas.RUN)
+    io.write_table(run, str(folder / paths.run_file("").name), schemas.RUN)
     if moved is not None:
-        io.write_table(moved, str(folder / "transfer.parquet"), schemas.RUN)
+        io.write_table(moved, str(folder / paths.transfer_run("").name), schemas.RUN)
     model_dir = models / sub if models is not None else None
     meta = build_metadata(params, method, seed=seed, model_dir=model_dir)
     io.write_trec_run(run, str(folder / "run.trec"), tag=method, metadata=meta)

@@ -9,7 +9,9 @@ Ids are strings everywhere; ranks start at 1.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -100,6 +102,10 @@ DOC_SCORES = Schema(
 )
 PSI_SOURCE = {"bool_abs": "psi_bool", "tf_abs": "psi_tf", "tc_abs": "psi_tc"}
 """params ``psi`` value → the signed ``DOC_SCORES`` column whose absolute value is that Ψ."""
+PsiColumn = Literal["bool_abs", "tf_abs", "tc_abs"]
+"""A Ψ column of ``doc_scores`` by its params name (the keys of ``PSI_SOURCE``)."""
+Direction = Literal["low_to_high", "high_to_low"]
+"""The per-method ``direction`` of an ordering that takes one (its record's ``method_keys``)."""
 
 CANDIDATES = Schema(
     "candidates",
@@ -308,3 +314,36 @@ def keyed_schema(name: str, table: pa.Table, key: str) -> Schema:
     required unique string column, every other column keeps its own type."""
     others = {f.name: f.type for f in table.schema if f.name != key}
     return Schema(name, {key: STR}, others, unique=(key,))
+
+
+GROUPS = ("F", "M", "N")
+"""The content-gender labels of a corpus's `group` column that AWRF and the gap compare."""
+NO_SINGLE_GROUP = ("both",)
+"""Labels of documents with no single F/M/N group (Grep-BiasIR's `both`): left out of AWRF."""
+
+
+def labelled_groups(corpus: pl.DataFrame, source: str) -> pl.DataFrame | None:
+    """`doc_id, group` of the documents of `corpus` labelled F, M or N.
+
+    ``None`` when the corpus has no `group` column, or no row labelled at all (nulls, empty or
+    `both`). A label that is none of these stops with the file (`source`), the first row, the
+    count and the fix: an unknown label would otherwise drop out of AWRF silently, and a corpus
+    of unknown labels only left AWRF nothing to compare."""
+    if "group" not in corpus.columns:
+        return None
+    frame = corpus.select(pl.col("doc_id").cast(pl.Utf8), pl.col("group").cast(pl.Utf8))
+    known = (*GROUPS, *NO_SINGLE_GROUP, "")
+    unknown = frame.filter(pl.col("group").is_not_null() & ~pl.col("group").is_in(known))
+    if unknown.height:
+        doc_id, label = unknown.row(0)
+        hint = next((g for g in known if g and g.lower() == label.strip().lower()), None)
+        mean = f" (did you mean {hint!r}?)" if hint else ""
+        seen = sorted(set(unknown["group"].head(1000).to_list()))[:5]
+        raise InputError(
+            f"{source}: {unknown.height} documents have an unknown `group` label, first doc_id "
+            f"{doc_id!r} with {label!r}{mean}; labels seen: {seen}. Use F, M or N (`both` or "
+            "empty for a document with no single group), or drop the `group` column to skip "
+            "AWRF and the counterfactual gap."
+        )
+    labelled = frame.filter(pl.col("group").is_in(GROUPS))
+    return labelled if labelled.height else None

@@ -1,15 +1,14 @@
 """Stage `audit`: the shipped EDBT 2022 runs (215 queries) recomputed vs published values.
 
-Needs the MS MARCO passage texts and full dev qrels (`dataset.name: msmarco-passage`);
-otherwise every row says why it was skipped.
+Needs the MS MARCO passage texts and full dev qrels in data/ (`dataset.name:
+msmarco-passage`); where the qrels judge none of the audited queries, or no audited passage
+has a text, every row says why it was skipped (pipeline/audit.py decides from the data).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-
-import polars as pl
 
 from pipeline import io, paths, schemas
 from pipeline.audit import audit_edbt2022, audit_markdown
@@ -19,12 +18,9 @@ log = logging.getLogger("stages.audit")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ns = setup(__doc__ or "", argv)
-    qrels: pl.DataFrame | None = None
-    doc_scores: pl.DataFrame | None = None
-    if ns.params.dataset.name == "msmarco-passage":
-        qrels = io.read_table(paths.QRELS, schemas.QRELS)
-        doc_scores = io.read_table(paths.DOC_SCORES, schemas.DOC_SCORES)
+    setup(__doc__ or "", argv)
+    qrels = io.read_table(paths.QRELS, schemas.QRELS)
+    doc_scores = io.read_table(paths.DOC_SCORES, schemas.DOC_SCORES)
     table = audit_edbt2022(qrels, doc_scores)
     io.write_text(table.write_csv(float_precision=4), paths.AUDIT_CSV)
     io.write_text(audit_markdown(table), paths.AUDIT_MD)

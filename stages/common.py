@@ -63,21 +63,10 @@ def run_stage(main: Callable[[Sequence[str] | None], None]) -> None:
 
 
 def texts(transfer: bool = True) -> tuple[dict[str, str], dict[str, str]]:
-    """``(query text by id, document text by id)`` from data/queries and data/corpus, and
-    (``transfer``) the held-out collection's data/transfer/ texts, whose ids never collide."""
-    from pipeline import io, paths, schemas
+    """Query and document texts by id (and the held-out collection's: ``transfer``)."""
+    from pipeline import io, paths
 
-    tables = [(paths.QUERIES, paths.CORPUS)]
-    if transfer:
-        tables.append((paths.transfer_table("queries"), paths.transfer_table("corpus")))
-    queries: dict[str, str] = {}
-    docs: dict[str, str] = {}
-    for q_path, c_path in tables:
-        q = io.read_table(q_path, schemas.QUERIES).select("query_id", "text")
-        c = io.read_table(c_path, schemas.CORPUS).select("doc_id", "text")
-        queries |= dict(q.iter_rows())
-        docs |= dict(c.iter_rows())
-    return queries, docs
+    return io.read_texts(paths.text_tables(transfer))
 
 
 def torch_threads(params: Params) -> None:

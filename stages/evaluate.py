@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 
 from pipeline import io, paths
-from pipeline.data.trec_fair_submission import write_submissions
+from pipeline.data import get_source
 from pipeline.metrics import runner
 from pipeline.params import FIRST_STAGE, ZERO_SHOT, get_method
 from stages.common import run_stage, setup
@@ -35,14 +35,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     with clock("inputs"):
         shared = runner.read_shared()
         runs = runner.read_runs(m, seeds, shared, ns.first_stage)
-    trec_fair = ns.params.dataset.name == runner.TREC_FAIR
+    submit = get_source(ns.params.dataset.name).submissions  # e.g. TREC Fair's formats
     info = runner.run_info(m, shared.doc_scores, shared.complexity)
     per_seed: dict[int, dict[str, float]] = {}
     for seed, sub, run in runs:
         with clock("metrics"):
-            per_seed[seed], per_query = runner.evaluate_run(run, shared, p, trec_fair=trec_fair)
-        if trec_fair:  # the track's submission files of this run (seed 004 §3.6)
-            write_submissions(run, paths.evals(m, sub), temperature=p.exposure_temperature)
+            per_seed[seed], per_query = runner.evaluate_run(run, shared, p)
+        if submit is not None:  # the collection's own submission files of this run
+            submit(run, paths.evals(m, sub), ns.params.evaluate)
         runner.write_eval(per_query, {**per_seed[seed], **info}, paths.evals(m, sub))
     several = runs[0][1] != ""  # seed-<n>/ folders: train.seeds is set
     result = {**(runner.over_seeds(per_seed) if several else per_seed[runs[0][0]]), **info}

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Sequence
 
 from pipeline import io, paths, schemas
+from pipeline.data import get_source
 from pipeline.params import FIRST_STAGE, REFERENCE_ROWS
 from pipeline.report.build import build_report
 from pipeline.report.per_query import folds_of
@@ -40,6 +41,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         bootstrap_seed=params.report.bootstrap_seed,
         folds=folds_of(io.read_table(paths.QUERIES, schemas.QUERIES)),
         controls=params.controls,
+        saturated=get_source(params.dataset.name).saturated,
     )
     log.info("report: %d methods (baseline %s), %d files", len(methods), methods[0], len(written))
 

@@ -36,18 +36,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         features, text = load_features(paths.FEATURES), texts()
         candidates = io.read_table(paths.CANDIDATES, schemas.CANDIDATES)
         transfer = io.read_table(paths.transfer_table("candidates"), schemas.CANDIDATES)
+        groups = io.read_groups(paths.CORPUS)
     models = paths.models(ns.method)
     with ns.clock("DVCLive"):  # seconds by phase: the stage's last log line (stages.common)
         live = TrainLog(paths.live(ns.method)) if main_rank else None
     with ns.clock("jobs"):
         done = train_method(ns.params, ns.method, ordered, text, doc_scores, models, features,
-                            live, candidates, transfer)  # fmt: skip
+                            live, candidates, transfer, groups)  # fmt: skip
     if live is None:
         return
     with ns.clock("writing"):
         live.close()
         for sub, run in done.weak_runs.items():  # EqualizeIR: the weak learners' own run
-            io.write_table(run, paths.runs(ns.method, sub) / "weak.parquet", schemas.RUN)
+            io.write_table(run, paths.weak_run(ns.method, sub), schemas.RUN)
         for r in done.runs:  # made by each seed's saved models, reloaded as users get them
             write_runs(ns.params, ns.method, r.seed, r.sub, r.run, r.transfer, models=models)
         finish_method(ns.params, ns.method, models)  # unkept seeds' models, its checkpoints

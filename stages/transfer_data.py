@@ -1,5 +1,6 @@
-"""Stage `transfer_data`: the held-out transfer collection (`transfer.name`, e.g. the shipped
-GenderBias-QA) as evaluation tables: `data/transfer/{corpus,queries,qrels}.parquet`, its
+"""Stage `transfer_data`: the held-out transfer collection (`transfer.name`, a data source
+without training data, e.g. the shipped GenderBias-QA; its section `dataset.<name>`) as
+evaluation tables: `data/transfer/{corpus,queries,qrels}.parquet`, its
 BM25 candidates (top `candidates.top_k`, short lists filled as the main collection's) and the
 Ψ/ζ/lexicon scores of its documents (`score` settings). The trained models rerank these
 candidates without ever training on them (pipeline/rerank.py, evaluate stage)."""
@@ -9,22 +10,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from pipeline import io, schemas
+from pipeline import io, paths, schemas
 from pipeline.bias.lexicon import load_lexicon, load_wordlist
 from pipeline.bias.scoring import score_documents
-from pipeline.data.genderbias_qa import load_genderbias_qa
+from pipeline.data import get_source
 from pipeline.retrieval.bm25 import bm25_topk
 from pipeline.retrieval.folds import fill
 from stages.common import run_stage, setup
 
 log = logging.getLogger("stages.transfer_data")
-OUT = "data/transfer"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv)
     t, c, s = ns.params.transfer, ns.params.candidates, ns.params.score
-    coll = load_genderbias_qa(splits=tuple(t.splits))
+    cfg = ns.params.dataset.config_of(t.name)
+    coll = get_source(t.name).fn(cfg)  # its own tables, no folds: every query is a test query
     judged = dict(coll.qrels.group_by("query_id").agg("doc_id").iter_rows())
     cands = bm25_topk(coll.corpus, coll.queries, k=c.top_k, k1=c.k1, b=c.b)
     cands = fill(cands, coll.queries, coll.corpus["doc_id"], judged, c.top_k, c.fill_seed)
@@ -33,13 +34,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     lexicon = load_lexicon(s.liwc_dic, key="score.liwc_dic")
     scores = score_documents(coll.corpus, specific, representative, lexicon,
                              tokenizer=s.tokenizer, tau=s.neutrality_tau)  # fmt: skip
-    io.write_table(coll.corpus, f"{OUT}/corpus.parquet", schemas.CORPUS)
-    io.write_table(coll.queries, f"{OUT}/queries.parquet", schemas.QUERIES)
-    io.write_table(coll.qrels, f"{OUT}/qrels.parquet", schemas.QRELS)
-    io.write_table(cands.sort("query_id", "rank"), f"{OUT}/candidates.parquet", schemas.CANDIDATES)
-    io.write_table(scores, f"{OUT}/doc_scores.parquet", schemas.DOC_SCORES)
+    io.write_table(coll.corpus, paths.transfer_table("corpus"), schemas.CORPUS)
+    io.write_table(coll.queries, paths.transfer_table("queries"), schemas.QUERIES)
+    io.write_table(coll.qrels, paths.transfer_table("qrels"), schemas.QRELS)
+    io.write_table(cands.sort("query_id", "rank"), paths.transfer_table("candidates"),
+                   schemas.CANDIDATES)  # fmt: skip
+    io.write_table(scores, paths.transfer_table("doc_scores"), schemas.DOC_SCORES)
     log.info("transfer_data: %s (%s): %d queries, %d documents, %d candidates",
-             t.name, "+".join(t.splits), coll.queries.height, coll.corpus.height,
+             t.name, cfg, coll.queries.height, coll.corpus.height,
              cands.height)  # fmt: skip
 
 

@@ -228,8 +228,7 @@ def train_bench(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from pipeline import io, schemas
-    from pipeline.models.config import ModelConfig
-    from pipeline.models.registry import build_ranker
+    from pipeline.models.registry import build_ranker, model_params
     from pipeline.params import get_method, load_params
     from pipeline.rerank import rerank
     from pipeline.train.groups import doc_bias, prepare_groups
@@ -268,7 +267,7 @@ def train_bench(args: argparse.Namespace) -> dict[str, Any]:
             max_steps=steps, log_every=steps, device=args.device, length_window=64,
         )  # fmt: skip
 
-    mcfg = ModelConfig(arch="cross_encoder", name=MODELS[args.model](), train_layers=None,
+    mcfg = model_params("cross_encoder", name=MODELS[args.model](), train_layers=None,
                        max_len=256, q_len=32)  # fmt: skip
     ranker = build_ranker(mcfg, seed=42)
     ranker.bind(queries, docs)

@@ -86,11 +86,9 @@ def patch_timers(stage: str) -> None:
     if stage in ("stages.extract", "stages.candidates"):
         import bm25s
 
-        from pipeline.data import irds
         from pipeline.retrieval import bm25
 
         bm25s.BM25.index = timed("bm25s.index", bm25s.BM25.index)
-        irds.top_k_frame = timed("irds.top_k_frame (BM25 top-k)", irds.top_k_frame)
         bm25.top_k_frame = timed("bm25.top_k_frame (BM25 top-k)", bm25.top_k_frame)
     if stage == "stages.extract":
         from pipeline.data import msmarco

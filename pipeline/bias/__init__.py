@@ -19,7 +19,7 @@ from pipeline.bias.lexicon import (
     load_liwc_dic,
     load_wordlist,
 )
-from pipeline.bias.scoring import SCORE_SCHEMA, score_documents, score_documents_naive, zeta
+from pipeline.bias.scoring import SCORE_SCHEMA, score_documents, zeta
 from pipeline.bias.tokenize import TOKENIZERS, get_tokenizer
 
 __all__ = [
@@ -38,6 +38,5 @@ __all__ = [
     "load_wordlist",
     "query_complexity",
     "score_documents",
-    "score_documents_naive",
     "zeta",
 ]

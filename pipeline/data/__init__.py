@@ -1,10 +1,10 @@
 """Data sources: one record per source, keyed by the ``dataset.name`` value.
 
-A public module of this package that defines ``RECORD = Source(name, fn, Config)`` is a
-source (:class:`~pipeline.data.common.Source`); the others (``common``, ``genderbias_qa``
-(the held-out transfer collection), ``irds``, ``trec_fair_articles``,
-``trec_fair_submission``) are helpers. The registry is collected
-from those records, so a new source is one file: its params section is
+A public module of this package that defines ``RECORD = Source(name, fn, Config)`` is a source
+(:class:`~pipeline.data.common.Source`); the others (``common``, ``irds``,
+``trec_fair_articles``, ``trec_fair_submission``) are helpers. An evaluation-only collection
+(``genderbias_qa``, the held-out transfer collection) is a source too, with ``trains=False``.
+The registry is collected from those records, so a new source is one file: its params section is
 ``dataset.<section>`` (its name with ``-`` as ``_``), loaded into its ``Config`` by
 ``pipeline.params``.
 """
@@ -19,9 +19,7 @@ import polars as pl
 from pipeline.config import collect, lookup
 from pipeline.data.common import Extracted, Source
 
-HELPERS = frozenset(
-    {"common", "genderbias_qa", "irds", "trec_fair_articles", "trec_fair_submission"}
-)
+HELPERS = frozenset({"common", "irds", "trec_fair_articles", "trec_fair_submission"})
 """Public modules of this package that are not sources."""
 
 
@@ -29,6 +27,8 @@ SOURCES: dict[str, Source] = {
     r.name: r for _, r in collect(__name__, __path__, HELPERS, Source, "data source")
 }
 """Every data source's record, by ``dataset.name``."""
+REGISTRY = SOURCES
+"""This plug-in package's records (``pipeline.plugins``)."""
 
 
 def get_source(name: str) -> Source:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -31,12 +31,20 @@ class Source:
     (``section`` = the name with ``-`` as ``_``, a key DVC's ``-S`` can address); a config
     with a ``folds`` field or attribute runs k-fold cross-validation (else one split).
     ``ir_datasets``: the ir_datasets id of its test collection (provenance), if any.
+    ``trains``: it has training triples (``dataset.name``); an evaluation-only collection
+    (``False``: GenderBias-QA) is a ``transfer.name``. ``saturated``: metric bases this
+    collection's construction saturates (``{"AWRF": why}``): shown in the report without †.
+    ``submissions(run, folder, temperature)``: files a run of this collection is also written
+    as (TREC Fair 2022: the track's submission formats).
     """
 
     name: str
     fn: Callable[[Any], Extracted]
     config: type
     ir_datasets: str | None = None
+    trains: bool = True
+    saturated: Mapping[str, str] = field(default_factory=dict)
+    submissions: Callable[..., None] | None = None
 
     @property
     def section(self) -> str:

@@ -6,10 +6,11 @@ shipped unchanged in ``pipeline/resources/genderbias_qa/`` (provenance in
 ``pipeline/resources/README.md``). Each row is a gender-neutral question (``Who is a famous
 team captain in the world of sports?``) with two documents that answer it with a woman
 (``bias1-document1/2``) and two that answer it with a man (``bias2-document1/2``).
-
-The pipeline never trains on it: the models trained on Grep-BiasIR rerank its BM25
-candidates as they are (transfer). Tables, with ids prefixed ``gbqa-`` so they never collide
-with the training collection's:
+ The pipeline never trains on it: the models trained on Grep-BiasIR rerank its BM25 candidates
+as they are (transfer). It is a data source without training data (``RECORD``,
+``trains=False``): ``transfer.name: genderbias-qa`` selects it and its section
+``dataset.genderbias_qa`` says which ``splits`` of the file it reads. Tables, with ids prefixed
+``gbqa-`` so they never collide with the training collection's:
 
 - ``queries``: ``query_id`` = ``gbqa-<split>-<row>`` (the file's ``num`` is not unique),
   ``text`` = the question, ``split`` = ``test`` (every query is evaluated), ``set`` =
@@ -21,10 +22,15 @@ with the training collection's:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import polars as pl
+
+from pipeline.config import Checked
+from pipeline.data.common import Extracted, Source
+from pipeline.schemas import TRIPLES
 
 
 class DataError(ValueError):
@@ -92,3 +98,22 @@ def load_genderbias_qa(root: Path = RESOURCE_DIR, splits: tuple[str, ...] = SPLI
     docs = pl.concat(corpus).sort("doc_id")
     qrels = docs.select("query_id", "doc_id", pl.lit(1, pl.Int64).alias("relevance"))
     return Collection(docs.drop("query_id"), pl.concat(queries), qrels.sort("query_id", "doc_id"))
+
+
+@dataclass(frozen=True)
+class GenderBiasQAConfig(Checked):
+    """The ``dataset.genderbias_qa`` section: the file's ``splits`` to read (test: 145
+    questions; train: 172 more); the models never train on either."""
+
+    splits: list[Literal["test", "train"]] = field(default_factory=lambda: ["test"])
+
+
+def extract(cfg: GenderBiasQAConfig) -> Extracted:
+    """The collection's corpus (F/M ``group``), queries (all ``test``) and qrels; no
+    training triples."""
+    coll = load_genderbias_qa(splits=tuple(cfg.splits))
+    none = pl.DataFrame(schema=dict.fromkeys(TRIPLES.required, pl.Utf8))
+    return Extracted(coll.corpus, coll.queries, coll.qrels, none)
+
+
+RECORD = Source("genderbias-qa", extract, GenderBiasQAConfig, trains=False)

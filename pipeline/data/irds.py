@@ -8,7 +8,9 @@
   validated against `pipeline.schemas`, temp file renamed into place), so memory stays
   bounded by the batch size.
 - `lookup_docs`: batched `docs_store().get_many` for the ids a stage needs.
-- `bm25_over_docs`: bm25s (k1, b) over a whole ir_datasets collection, streamed.
+
+BM25 over a whole collection, streamed, is `pipeline.retrieval.bm25.bm25_over_docs` (the
+project's one index builder).
 """
 
 from __future__ import annotations
@@ -20,11 +22,10 @@ import logging
 import os
 import shlex
 import socket
-from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
@@ -34,7 +35,6 @@ import pyarrow.parquet as pq
 from pipeline.errors import InputError, SetupError
 from pipeline.io import atomic_path
 from pipeline.progress import progress
-from pipeline.retrieval.bm25 import SparseScorer, top_k_frame
 from pipeline.schemas import Schema, validate
 
 log = logging.getLogger(__name__)
@@ -295,92 +295,3 @@ def lookup_docs(
         log.warning("%s: %d ids not in the docs store, first %s", desc, n_missing, first_missing)
 
 
-class PackedDocs(Sequence[list[int]]):
-    """Token ids of many documents in one int32 array with end offsets; reads as a sequence
-    of Python lists (one built on demand per access), which is what bm25s iterates."""
-
-    def __init__(self) -> None:
-        self._buf = array("i")
-        self._ends = array("q")
-        self._flat = np.zeros(0, dtype=np.int32)
-
-    def append(self, ids: Sequence[int]) -> None:
-        self._buf.extend(ids)
-        self._ends.append(len(self._buf))
-
-    def freeze(self) -> PackedDocs:
-        """Stop appending; reading starts (the buffer is shared, not copied)."""
-        self._flat = np.frombuffer(self._buf, dtype=np.int32) if self._buf else self._flat
-        return self
-
-    def __len__(self) -> int:
-        return len(self._ends)
-
-    def _span(self, i: int) -> tuple[int, int]:
-        return (self._ends[i - 1] if i else 0), self._ends[i]
-
-    @overload
-    def __getitem__(self, i: int) -> list[int]: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[list[int]]: ...
-    def __getitem__(self, i: int | slice) -> list[int] | list[list[int]]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        start, end = self._span(i)
-        out: list[int] = self._flat[start:end].tolist()
-        return out
-
-    def __iter__(self) -> Iterator[list[int]]:
-        start = 0
-        for end in self._ends:
-            yield self._flat[start:end].tolist()
-            start = end
-
-
-def bm25_over_docs(
-    docs: Iterable[tuple[str, str]],
-    queries: pl.DataFrame,
-    k: int,
-    k1: float = 0.9,
-    b: float = 0.4,
-    total: int | None = None,
-) -> pl.DataFrame:
-    """Top-`k` bm25s documents per query of a streamed collection `(doc_id, text)`:
-    `query_id, doc_id, rank, score`, ties in collection order, no rows for a query matching
-    nothing. Tokens as in `pipeline.retrieval.bm25` (bm25s English stop words, lowercase
-    `\\w\\w+`, no stemmer). Texts are never held; token ids are packed into one int32 array
-    (:class:`PackedDocs`: 4 bytes a token; Python int lists took ~2 KB a passage, ~18 GB for
-    MS MARCO's 8.8M).
-    """
-    import bm25s
-    from bm25s.tokenization import Tokenizer
-
-    tokenizer = Tokenizer(stopwords="en")
-    doc_ids: list[str] = []
-
-    def texts() -> Iterator[str]:
-        for doc_id, text in progress(
-            docs, total=total, desc="bm25 index", unit="doc", mininterval=5
-        ):
-            doc_ids.append(doc_id)
-            yield text or ""
-
-    packed = PackedDocs()
-    for ids in tokenizer.tokenize(texts(), return_as="stream"):
-        packed.append(ids)
-    tokens = tokenizer.to_tokenized_tuple(packed.freeze())
-    if not doc_ids:
-        raise InputError("BM25: the collection is empty; expected at least one document")
-    retriever = bm25s.BM25(k1=k1, b=b)
-    retriever.index(tokens, show_progress=False)
-    qtok = tokenizer.tokenize(
-        queries["text"].to_list(), update_vocab=False, return_as="string", show_progress=False
-    )
-    # unknown words (bm25s maps them to '') are dropped first
-    words = [[w for w in ws if w] for ws in qtok]
-    qids = [str(q) for q in queries["query_id"]]
-    return top_k_frame(qids, words, SparseScorer(retriever), pl.Series(doc_ids), k)

@@ -36,7 +36,6 @@ from pipeline.data.irds import (
     Loader,
     Probe,
     batched,
-    bm25_over_docs,
     check_text_encoding,
     default_loader,
     guarded,
@@ -49,6 +48,7 @@ from pipeline.data.irds import (
 )
 from pipeline.errors import InputError
 from pipeline.progress import progress
+from pipeline.retrieval.bm25 import bm25_over_docs
 
 log = logging.getLogger(__name__)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
@@ -242,4 +243,14 @@ def extract(cfg: TrecFairConfig) -> Extracted:
     return Extracted(d.corpus, d.queries, d.qrels, d.triples, alignments=d.alignments)
 
 
-RECORD = Source("trec-fair-2022", extract, TrecFairConfig, ir_datasets="trec-fair/2022")
+def submissions(run: pl.DataFrame, folder: Path, evaluate: Any) -> None:
+    """The track's submission files of a run (seed 004 §3.6; Task 2 rankings drawn with the
+    ``exposure`` family's temperature, ``evaluate.exposure.temperature``)."""
+    from pipeline.data.trec_fair_submission import write_submissions
+
+    exposure = evaluate.settings("exposure")
+    write_submissions(run, folder, temperature=exposure.temperature if exposure else 1.0)
+
+
+RECORD = Source("trec-fair-2022", extract, TrecFairConfig, ir_datasets="trec-fair/2022",
+                submissions=submissions)  # fmt: skip

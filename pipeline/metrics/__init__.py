@@ -1,15 +1,17 @@
 """Evaluation metrics: one record per metric family, keyed by its name.
 
 Every public module of this package that defines ``RECORD = Metric(...)`` is a family
-(``pipeline.metrics.common``); ``common``, ``inputs``, ``runner``, ``suite``, ``ties`` and
-``trec_fair2022`` are helpers. A family is a pure function ``fn(ctx: EvalInputs, cutoffs)
--> pl.DataFrame`` returning one row per run query: ``query_id``, one Float64 column per
-metric value (``MRR@10``, ``ARaB-tf-abs@20``, ...; null where the query is skipped for that
-metric) and Int64 per-query count columns (missing documents, skipped-query flags) that
-``pipeline.metrics.suite.evaluate`` sums. A family whose optional input is None raises
-``MissingInputError``; the suite then skips it with a log message. The record's measures
-(key, direction, range, description) are what the report, the plots, the significance
-marks, the ir_measures names and the property tests read, so a new metric is one file.
+(``pipeline.metrics.common``); ``common``, ``inputs``, ``runner``, ``suite``,
+``trec_fair2022`` and modules starting with ``_`` are helpers. A family is a pure function
+``fn(ctx: EvalInputs, cutoffs[, cfg]) -> pl.DataFrame`` (``cfg``: its own settings,
+``evaluate.<family>``, for a record with a ``config``) returning one row per run query:
+``query_id``, one Float64 column per metric value (``MRR@10``, ``ARaB-tf-abs@20``, ...; null
+where the query is skipped for that metric) and Int64 per-query count columns (missing
+documents, skipped-query flags) that ``pipeline.metrics.suite.evaluate`` sums. A family whose
+optional input is None raises ``MissingInputError``; the suite then skips it with a log message.
+The record's measures (key, direction, range, description) are what the report, the plots, the
+significance marks, the ir_measures names and the property tests read, so a new metric is one
+file.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pipeline.config import collect, lookup
 from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, MetricFn, MissingInputError, Summary
 
-HELPERS = frozenset({"common", "inputs", "runner", "suite", "ties", "trec_fair2022"})
+HELPERS = frozenset({"common", "inputs", "runner", "suite", "trec_fair2022"})
 """Public modules of this package that are not metric families."""
 
 
@@ -32,6 +34,8 @@ def _collect() -> dict[str, Metric]:
 
 METRICS: dict[str, Metric] = _collect()
 """Every metric family's record, by name, in the order of their columns."""
+REGISTRY = METRICS
+"""This plug-in package's records (``pipeline.plugins``)."""
 SUMMARIES: dict[str, Summary] = {n: r.summary for n, r in METRICS.items() if r.summary}
 """Families whose aggregates are not per-query means: `summarise(per_query) -> {key: value}`
 (empty when its columns are absent), added by `pipeline.metrics.suite.aggregate`."""

@@ -6,7 +6,7 @@ For a query and measure x in {tc, tf, bool}, every ranked document contributes t
 `ARaB_q@k` the mean of `RaB_q@t` over t = 1..min(k, len), which is linear in the per-rank
 pairs: `ARaB_q@k = Σ_r x_r w(r)` with `w(r) = (1/k') Σ_{t=r..k'} 1/t`, `k' = min(k, len)`.
 Tied documents (equal scores) share the mean weight of the positions their block occupies
-(`pipeline.metrics.ties`), so ARaB is the expectation over the orders of each tie block.
+(`pipeline.ties`), so ARaB is the expectation over the orders of each tie block.
 Per query we report
 
 - `ARaB-x@k`     = male − female of `ARaB_q@k` (signed, as published; > 0 = male-leaning);
@@ -25,7 +25,7 @@ import polars as pl
 
 from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
-from pipeline.metrics.ties import arab_weight, tie_averaged
+from pipeline.ties import arab_weight, tie_averaged
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +74,11 @@ def _with_pairs(ranked: pl.DataFrame, doc_scores: pl.DataFrame) -> pl.DataFrame:
 def _measures(x: str) -> tuple[Measure, Measure]:
     return (
         Measure(f"ARaB-{x}@{{k}}", "→0", f"rank bias of the top k by {x} (male − female)",
-                table="core", magnitude=f"ARaB-{x}-abs@{{k}}", ir_measures=f"ARaB_{x}"),
+                table="core", magnitude=f"ARaB-{x}-abs@{{k}}", ir_measures=f"ARaB_{x}",
+                transfer=x == "tf"),
         Measure(f"ARaB-{x}-abs@{{k}}", "↓", f"|male − female| rank bias of the top k by {x}",
-                lo=0.0, label=f"|ARaB-{x}|", ir_measures=f"ARaB_{x}_abs"),
+                lo=0.0, label=f"|ARaB-{x}|", ir_measures=f"ARaB_{x}_abs", transfer=x == "tf",
+                headline=x == "tf", tradeoff=(2, "arab") if x == "tf" else None),
     )  # fmt: skip
 
 

@@ -9,12 +9,12 @@ one-hot F/M/N label of `doc_groups` (Grep-BiasIR). Documents without an alignmen
 dropped (counted per query in `awrf_ungrouped_docs`, among the documents with a non-zero
 weight at max(k)). With the discount `d(r) = 1 / log2(max(r, 2))` at the document's run rank
 r (0 past k), tie-averaged: tied documents (equal scores) share the mean discount of the
-positions their block occupies (`pipeline.metrics.ties`, SPEC §1 "Ties"), so the run's
+positions their block occupies (`pipeline.ties`, SPEC §1 "Ties"), so the run's
 exposure vector is its expectation over the orders of each tie block:
 
 - run distribution `p` = discount-weighted mean of the alignment vectors of the top k;
-- target `q` = uniform over the groups of the alignments (`EvalInputs.awrf_target =
-  "uniform"`), or ("relevant") the mean alignment of the query's relevant documents (qrel >
+- target `q` = uniform over the groups of the alignments (`evaluate.awrf.target:
+  uniform`), or (`relevant`) the mean alignment of the query's relevant documents (qrel >
   0) mixed 50/50 with the background, the mean alignment of every aligned document; a query
   without any aligned relevant document falls back to the background alone
   (`awrf_target_fallback`);
@@ -24,8 +24,9 @@ exposure vector is its expectation over the orders of each tie block:
 A query with no aligned document of non-zero weight in its top k gets null and
 `awrf_skipped@k` = 1. With qrels, `nDCGxAWRF@k` is the per-query product nDCG@k × AWRF@k (the
 track's Task 1 score; nDCG keeps the run's order, see `pipeline.metrics.effectiveness`).
-The TREC Fair 2022 mode (`pipeline.metrics.trec_fair2022`) computes the track's own variant
-of this formula as the track's code does (its float32 discount, its known-page rules).
+The TREC Fair 2022 variant (`evaluate.awrf.trec_fair_2022`, `pipeline.metrics.trec_fair2022`)
+computes the track's own inputs to the same `1 − JSD` (`pipeline.metrics._fairness`) as the
+track's code does (its float32 discount, its known-page rules, its background targets).
 """
 
 from __future__ import annotations
@@ -33,14 +34,19 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 import polars as pl
 
+from pipeline.config import Checked
 from pipeline.errors import InputError
+from pipeline.metrics import trec_fair2022 as track
+from pipeline.metrics._fairness import one_minus_jsd
 from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.effectiveness import ndcg_per_query
 from pipeline.metrics.inputs import EvalInputs, finish, one_hot, query_frame, require
-from pipeline.metrics.ties import BLOCK, cut, fair_discount, tie_averaged
+from pipeline.ties import BLOCK, cut, fair_discount, tie_averaged
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +54,28 @@ UNGROUPED = "awrf_ungrouped_docs"
 FALLBACK = "awrf_target_fallback"
 
 
-def awrf(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
+AwrfTarget = Literal["uniform", "relevant"]
+
+
+@dataclass(frozen=True)
+class AwrfConfig(Checked):
+    """The ``evaluate.awrf`` section: ``target`` distribution (``uniform``, or ``relevant``:
+    the relevant documents' mixed 50/50 with the background, SPEC §4.6); ``trec_fair_2022``:
+    also the track's own Task 1 metrics (``trecfair.nDCG``, ``trecfair.AWRF``,
+    ``trecfair.Score``; ``pipeline.metrics.trec_fair2022``): ``auto`` where the alignments
+    carry the track's fairness dimensions, or ``on``/``off``."""
+
+    target: AwrfTarget = "uniform"
+    trec_fair_2022: track.Mode = "auto"
+
+
+DEFAULT = AwrfConfig()
+
+
+def awrf(ctx: EvalInputs, cutoffs: tuple[int, ...], cfg: AwrfConfig = DEFAULT) -> pl.DataFrame:
     """Per-query `AWRF@k` (and `nDCGxAWRF@k` when qrels are given) for every k, over the
-    evaluation's alignments (else the one-hot `doc_groups`)."""
+    evaluation's alignments (else the one-hot `doc_groups`) and the target ``cfg.target``;
+    with the TREC Fair 2022 variant, the track's Task 1 metrics too."""
     aligned = ctx.alignments
     if aligned is None:
         aligned = one_hot(require(ctx, "doc_groups", "awrf"))
@@ -60,8 +85,8 @@ def awrf(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
             f"awrf: {what} document, so there is no group to compare; label documents F, M or "
             "N in the corpus's `group` column, or leave doc_groups None to skip AWRF"
         )
-    qrels = None if ctx.awrf_target == "uniform" else require(ctx, "qrels", "awrf (relevant)")
-    out = awrf_alignments(ctx.run, aligned, cutoffs, ctx.awrf_target, qrels)
+    qrels = None if cfg.target == "uniform" else require(ctx, "qrels", "awrf (relevant)")
+    out = awrf_alignments(ctx.run, aligned, cutoffs, cfg.target, qrels)
     if ctx.qrels is None:
         log.info("AWRF: no qrels, so nDCGxAWRF is not computed")
     else:
@@ -76,6 +101,9 @@ def awrf(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
         pl.col(f"AWRF@{k}").is_null().cast(pl.Int64).alias(f"awrf_skipped@{k}") for k in cutoffs
     )
     _log_counts(out, cutoffs)
+    if track.applies(cfg.trec_fair_2022, ctx.dimensions):
+        task1 = track.task1_metrics(ctx.run, require(ctx, "qrels", "awrf"), ctx.dimensions)
+        out = out.join(task1, on="query_id", how="left", maintain_order="left")
     return out
 
 
@@ -128,28 +156,6 @@ def run_distribution(ranked: pl.DataFrame, weight: str) -> pl.DataFrame:
     return mass.select(
         "query_id", "group", (pl.col("_w") / pl.col("_w").sum().over("query_id")).alias("p")
     )
-
-
-def one_minus_jsd(dist: pl.DataFrame, target: pl.DataFrame, name: str) -> pl.DataFrame:
-    """`query_id, name` = 1 − JSD(p, q) (natural log) for the queries present in `dist`.
-
-    `target` holds `query_id, group, q` for every query and every known group.
-    """
-    both = target.join(dist, on=["query_id", "group"], how="left").with_columns(
-        pl.col("p").fill_null(0.0)
-    )
-    both = both.join(dist.select("query_id").unique(), on="query_id", how="semi")
-    both = both.sort("query_id", "group")  # float sums in one fixed order: bit-identical reruns
-    m = (pl.col("p") + pl.col("q")) / 2
-    kl_terms = _xlogy(pl.col("p"), m) + _xlogy(pl.col("q"), m)
-    return both.group_by("query_id", maintain_order=True).agg(
-        (1.0 - 0.5 * kl_terms.sum()).alias(name)
-    )
-
-
-def _xlogy(x: pl.Expr, m: pl.Expr) -> pl.Expr:
-    """`x ln(x / m)` with the convention 0 ln 0 = 0."""
-    return pl.when(x > 0).then(x * (x / m).log()).otherwise(0.0)
 
 
 def _target(
@@ -221,10 +227,12 @@ RECORD = Metric(
     awrf,
     (
         Measure("AWRF@{k}", "↑", "1 − JSD of the run's group exposure and the target",
-                lo=1 - math.log(2), hi=1.0, table="extra", ir_measures="AWRF"),
+                lo=1 - math.log(2), hi=1.0, table="extra", ir_measures="AWRF", transfer=True),
         Measure("nDCGxAWRF@{k}", "↑", "nDCG@k × AWRF@k per query (TREC Fair 2022 Task 1)",
                 lo=0.0, hi=1.0, ir_measures="nDCGxAWRF"),
+        *track.TASK1_MEASURES,
     ),
     reference="Sapiezynski et al., WWW 2019 companion; TREC Fair Ranking 2022 (Ekstrand et al.)",
     order=50,
+    config=AwrfConfig,
 )  # fmt: skip

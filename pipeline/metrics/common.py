@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from pipeline.config import NoConfig
 
 if TYPE_CHECKING:
-    from pipeline.metrics.inputs import MetricFn, Summary
+    import polars as pl
+
+    from pipeline.metrics.inputs import EvalInputs, MetricFn, Summary
 
 Direction = Literal["↑", "↓", "→0", "→0.5", "·"]
 """↑ higher is better, ↓ lower is better, →x closer to x is fairer (a signed value), ·
@@ -37,7 +41,13 @@ class Measure:
     for a signed measure, the key of its magnitude (``ARaB-tf@{k}`` → ``ARaB-tf-abs@{k}``),
     shown instead of it in the % change tables. ``label``: its name on plot axes when not
     its key (``|ARaB-tf|``). ``ir_measures``: its name as an ir_measures measure
-    (``NFaiRR``), ``None`` when not offered there.
+    (``NFaiRR``), ``None`` when not offered there. Where the report shows it besides its
+    tables: ``transfer`` (the held-out collection's section), ``sign_test`` (its title in the
+    direction table, with an exact paired sign test against the baseline), ``headline`` (the
+    model card's table, at cut-off 10), ``tradeoff`` (``(place, file stem)``: the y axis of a
+    trade-off plot against the first ``core`` effectiveness measure). ``setting``: the
+    record's setting that adds it (``trec_fair_2022``: the track's variant), ``None`` when
+    the family always reports it.
     """
 
     key: str
@@ -50,6 +60,11 @@ class Measure:
     magnitude: str | None = None
     label: str | None = None
     ir_measures: str | None = None
+    transfer: bool = False
+    sign_test: str | None = None
+    headline: bool = False
+    tradeoff: tuple[int, str] | None = None
+    setting: str | None = None
 
     @property
     def base(self) -> str:
@@ -97,7 +112,9 @@ class Metric:
     report (ascending; a new family may keep the default, after the shipped ones).
     ``summary``: aggregates that are not per-query means (``summarise(per_query) ->
     {key: value}``). ``ir_measures_native``: its measures are ir_measures' own (``RR``,
-    ``nDCG``), not measures defined from this family.
+    ``nDCG``), not measures defined from this family. ``config``: the frozen dataclass of
+    its own settings, the section ``evaluate.<name>`` (``NoConfig``: none); a family with
+    settings takes them as a third argument, ``fn(ctx, cutoffs, cfg)``.
     """
 
     name: str
@@ -107,3 +124,10 @@ class Metric:
     order: int = 1000
     summary: Summary | None = None
     ir_measures_native: bool = False
+    config: type = NoConfig
+
+    def run(self, ctx: EvalInputs, cutoffs: tuple[int, ...], cfg: Any = None) -> pl.DataFrame:
+        """``fn`` on ``ctx`` with its settings ``cfg`` (its config's defaults when ``None``)."""
+        if self.config is NoConfig:
+            return self.fn(ctx, cutoffs)
+        return self.fn(ctx, cutoffs, self.config() if cfg is None else cfg)

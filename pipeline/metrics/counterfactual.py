@@ -6,7 +6,7 @@ Every Grep-BiasIR query has its relevant document in a female (`F`), a male (`M`
 neutral version (`doc_groups.group`). Per query,
 `gap = rank(female version) − rank(male version)` of the relevant document (qrel > 0), so a
 positive gap means the male version ranks higher. A rank here is the mean rank of the
-document's tie block (documents of equal score, `pipeline.metrics.ties`, SPEC §1 "Ties"), so
+document's tie block (documents of equal score, `pipeline.ties`, SPEC §1 "Ties"), so
 F and M versions with equal scores have gap exactly 0 whatever their order in the run.
 Per-query columns:
 
@@ -35,7 +35,7 @@ import polars as pl
 
 from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
-from pipeline.metrics.ties import identity_rank, tie_averaged
+from pipeline.ties import identity_rank, tie_averaged
 
 log = logging.getLogger(__name__)
 
@@ -103,15 +103,17 @@ RECORD = Metric(
     counterfactual,
     (
         Measure("gap-mean", "→0", "rank of the female − rank of the male relevant version",
-                table="overall", magnitude="gap-abs", ir_measures="gap_mean"),
+                table="overall", magnitude="gap-abs", ir_measures="gap_mean", transfer=True,
+                sign_test="signed gap", headline=True),
         Measure("gap-abs", "↓", "|rank of the female − rank of the male relevant version|",
-                lo=0.0, table="overall", ir_measures="gap_abs"),
+                lo=0.0, table="overall", ir_measures="gap_abs", transfer=True, headline=True),
         Measure("gap-male-wins", "→0.5", "share of queries whose male version ranks higher "
                 "(F/M ties count ½)",
-                lo=0.0, hi=1.0, table="overall", ir_measures="gap_male_wins"),
+                lo=0.0, hi=1.0, table="overall", ir_measures="gap_male_wins", transfer=True,
+                sign_test="male wins"),
         Measure("gap-neutral-first", "·", "share of queries whose relevant neutral version "
                 "ranks strictly above both gendered ones", lo=0.0, hi=1.0, table="overall",
-                ir_measures="gap_neutral_first"),
+                ir_measures="gap_neutral_first", sign_test="neutral first"),
     ),
     reference="Grep-BiasIR counterfactual versions (Krieg et al., SIGIR 2022); this project",
     order=60,

@@ -38,6 +38,7 @@ import polars as pl
 
 from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
+from pipeline.ties import trec_eval_order
 
 log = logging.getLogger(__name__)
 
@@ -72,15 +73,6 @@ def ndcg_per_query(run: pl.DataFrame, qrels: pl.DataFrame, cutoffs: Sequence[int
     )
     cols = [f"nDCG@{k}" for k in cutoffs]
     return finish(query_frame(run), values, []).with_columns(pl.col(cols).fill_null(0.0))
-
-
-def trec_eval_order(run: pl.DataFrame) -> pl.DataFrame:
-    """`run` with `rank` recomputed as trec_eval ranks: score descending, then doc id
-    descending (the tie rule of trec_eval's `comp_sim_docno`)."""
-    ordered = run.sort(["query_id", "score", "doc_id"], descending=[False, True, True])
-    return ordered.with_columns(
-        pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("query_id").alias("rank")
-    )
 
 
 def ranx_per_query(run: pl.DataFrame, qrels: pl.DataFrame, metrics: list[str]) -> pl.DataFrame:
@@ -198,9 +190,11 @@ RECORD = Metric(
     effectiveness,
     (
         Measure("MRR@{k}", "↑", "reciprocal rank of the first relevant document in the top k",
-                lo=0.0, hi=1.0, fairness=False, table="core", ir_measures="RR"),
+                lo=0.0, hi=1.0, fairness=False, table="core", ir_measures="RR", transfer=True,
+                headline=True),
         Measure("nDCG@{k}", "↑", "normalised discounted cumulative gain of the top k (graded)",
-                lo=0.0, hi=1.0, fairness=False, table="extra", ir_measures="nDCG"),
+                lo=0.0, hi=1.0, fairness=False, table="extra", ir_measures="nDCG",
+                transfer=True, headline=True),
     ),
     reference="Voorhees, TREC-8 QA 1999 (MRR); Järvelin & Kekäläinen, TOIS 2002 (nDCG); ranx",
     order=10,

@@ -4,7 +4,8 @@
 Alignments are tidy frames `doc_id, group, weight` (one distribution over groups per
 document; "Unknown" is a real group; `pipeline.metrics.inputs.intersect` combines several
 dimensions into their outer product). Discount `d(r) = 1 / log2(max(r, 2))`
-(`pipeline.metrics.ties.fair_discount`). AWRF (Task 1) is `pipeline.metrics.awrf`.
+(`pipeline.ties.fair_discount`). AWRF (Task 1) is `pipeline.metrics.awrf`. The formulas
+(EE-L/D/R, EUE, the policy) are `pipeline.metrics._fairness`, shared with the track's variant.
 
 - `expected_exposure` (Diaz et al., CIKM 2020, "Evaluating stochastic rankings with expected
   exposure"; Task 2): a Plackett-Luce policy over the run scores emits N rankings of length L
@@ -27,49 +28,23 @@ from __future__ import annotations
 
 import logging
 import zlib
+from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 import polars as pl
 
-from pipeline.errors import InputError
+from pipeline.config import Checked, Range
+from pipeline.metrics import trec_fair2022 as track
+from pipeline.metrics._fairness import exposure_scores, plackett_luce, standardise
 from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, finish, one_hot, query_frame, require
-from pipeline.metrics.ties import fair_discount
+from pipeline.ties import fair_discount
 
 log = logging.getLogger(__name__)
 
 N_SAMPLES, LENGTH, TEMPERATURE, SEED = 100, 20, 1.0, 0
 NO_RELEVANT = "ee_no_relevant"
-
-
-def standardise(scores: np.ndarray) -> np.ndarray:
-    """Per-query z-score `(s − mean) / std` (population std); all zeros when every score is
-    equal (SPEC §4.6 "Score scale": Plackett-Luce then ignores the score scale)."""
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.size == 0 or np.all(scores == scores[0]):
-        return np.zeros(scores.size)
-    centred = scores - scores.mean()
-    std = float(np.sqrt(np.mean(centred**2)))
-    if std == 0.0:  # distinct scores whose spread underflows: treat them as all equal
-        return np.zeros(scores.size)
-    return centred / std
-
-
-def plackett_luce(
-    scores: np.ndarray, n_samples: int, length: int, temperature: float, rng: np.random.Generator
-) -> np.ndarray:
-    """`(n_samples, min(length, n))` document indices: Plackett-Luce rankings with item
-    probabilities ∝ exp(score / temperature), via Gumbel top-L (vectorised, no Python loop)."""
-    if temperature <= 0 or n_samples < 1 or length < 1:
-        raise InputError(
-            f"Plackett-Luce needs temperature > 0, n_samples >= 1, length >= 1; got "
-            f"{temperature}, {n_samples}, {length}"
-        )
-    keys = scores[None, :] / temperature + rng.gumbel(size=(n_samples, scores.size))
-    width = min(length, scores.size)
-    top = np.argpartition(-keys, width - 1, axis=1)[:, :width]
-    order = np.argsort(-np.take_along_axis(keys, top, axis=1), axis=1, kind="stable")
-    return np.take_along_axis(top, order, axis=1)
 
 
 def system_exposure(rankings: np.ndarray, n_docs: int) -> np.ndarray:
@@ -89,15 +64,6 @@ def ideal_exposure(grades: np.ndarray, length: int) -> np.ndarray:
     for g in np.unique(grades):
         block = sorted_grades == g
         out[order[block]] = disc[block].mean()
-    return out
-
-
-def exposure_scores(s: np.ndarray, t: np.ndarray, align: np.ndarray | None) -> dict[str, float]:
-    """EE-L, EE-D, EE-R and (with an alignment matrix `docs × groups`) EUE."""
-    out = {"EE-L": float(np.sum((s - t) ** 2)), "EE-D": float(s @ s), "EE-R": float(s @ t)}
-    if align is not None:
-        under = np.maximum(t / t.sum() - s / s.sum(), 0.0)
-        out["EUE"] = float(np.sum((align.T @ under) ** 2))
     return out
 
 
@@ -166,20 +132,40 @@ def _matrix(vectors: Vectors, doc_ids: list[str], n_groups: int) -> np.ndarray:
     return out
 
 
-def exposure(ctx: EvalInputs, cutoffs: tuple[int, ...]) -> pl.DataFrame:
+@dataclass(frozen=True)
+class ExposureConfig(Checked):
+    """The ``evaluate.exposure`` section: ``temperature`` (> 0) of the Plackett-Luce policy on
+    the per-query standardised scores (SPEC §4.6 "Score scale"); ``trec_fair_2022``: also the
+    track's own Task 2 metrics (``trecfair.EE-L`` …, ``pipeline.metrics.trec_fair2022``):
+    ``auto`` where the alignments carry the track's fairness dimensions, or ``on``/``off``."""
+
+    temperature: Annotated[float, Range(gt=0)] = TEMPERATURE
+    trec_fair_2022: track.Mode = "auto"
+
+
+DEFAULT = ExposureConfig()
+
+
+def exposure(
+    ctx: EvalInputs, cutoffs: tuple[int, ...], cfg: ExposureConfig = DEFAULT
+) -> pl.DataFrame:
     """Metric family `exposure`: expected exposure (N = 100, L = 20, seed 0, temperature
-    `ctx.exposure_temperature` on the standardised scores) of the run, with the evaluation's
-    alignments (else `doc_groups` as one-hot alignments) for EUE when present. The cut-offs
-    do not apply (L is the ranking length)."""
+    `cfg.temperature` on the standardised scores) of the run, with the evaluation's
+    alignments (else `doc_groups` as one-hot alignments) for EUE when present; with the TREC
+    Fair 2022 variant, the track's Task 2 metrics too. The cut-offs do not apply (L is the
+    ranking length)."""
     qrels = require(ctx, "qrels", "exposure")
     align = ctx.alignments
     if align is None and ctx.doc_groups is not None:
         align = one_hot(ctx.doc_groups)
-    values = expected_exposure(ctx.run, qrels, align, temperature=ctx.exposure_temperature)
+    values = expected_exposure(ctx.run, qrels, align, temperature=cfg.temperature)
     out = finish(query_frame(ctx.run), values, [NO_RELEVANT])
     n = int(out[NO_RELEVANT].sum())
     if n:
         log.warning("exposure: %d queries have no relevant document; target = all ties", n)
+    if track.applies(cfg.trec_fair_2022, ctx.dimensions):
+        task2 = track.task2_metrics(ctx.run, qrels, ctx.dimensions, temperature=cfg.temperature)
+        out = out.join(task2, on="query_id", how="left", maintain_order="left")
     return out
 
 
@@ -194,7 +180,9 @@ RECORD = Metric(
                 fairness=False),
         Measure(f"EUE@{LENGTH}", "↓", "expected group under-exposure ‖Aᵀ max(t̂ − ŝ, 0)‖²",
                 lo=0.0),
+        *track.TASK2_MEASURES,
     ),
     reference="Diaz et al., CIKM 2020 (expected exposure); TREC Fair Ranking 2022 Task 2",
     order=70,
+    config=ExposureConfig,
 )  # fmt: skip

@@ -12,7 +12,6 @@ conventions that `pipeline.metrics.suite` relies on:
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Literal
@@ -26,7 +25,8 @@ from pipeline.errors import InputError
 log = logging.getLogger(__name__)
 
 AwrfTarget = Literal["uniform", "relevant"]
-MetricFn = Callable[["EvalInputs", tuple[int, ...]], pl.DataFrame]
+MetricFn = Callable[..., pl.DataFrame]
+"""``fn(ctx, cutoffs)`` or, for a family with settings, ``fn(ctx, cutoffs, cfg)``."""
 Summary = Callable[[pl.DataFrame], dict[str, float]]
 Columns = dict[str, pl.DataType]
 
@@ -63,37 +63,6 @@ _FIX = {
 }
 
 
-GROUPS = ("F", "M", "N")
-"""The content-gender labels of a corpus's `group` column that AWRF and the gap compare."""
-NO_SINGLE_GROUP = ("both",)
-"""Labels of documents with no single F/M/N group (Grep-BiasIR's `both`): left out of AWRF."""
-
-
-def labelled_groups(corpus: pl.DataFrame, source: str) -> pl.DataFrame | None:
-    """`doc_id, group` of the documents of `corpus` labelled F, M or N.
-
-    ``None`` when the corpus has no `group` column, or no row labelled at all (nulls, empty or
-    `both`). A label that is none of these stops with the file (`source`), the first row, the
-    count and the fix: an unknown label would otherwise drop out of AWRF silently, and a corpus
-    of unknown labels only left AWRF nothing to compare."""
-    if "group" not in corpus.columns:
-        return None
-    frame = corpus.select(pl.col("doc_id").cast(pl.Utf8), pl.col("group").cast(pl.Utf8))
-    known = (*GROUPS, *NO_SINGLE_GROUP, "")
-    unknown = frame.filter(pl.col("group").is_not_null() & ~pl.col("group").is_in(known))
-    if unknown.height:
-        doc_id, label = unknown.row(0)
-        hint = next((g for g in known if g and g.lower() == label.strip().lower()), None)
-        mean = f" (did you mean {hint!r}?)" if hint else ""
-        seen = sorted(set(unknown["group"].head(1000).to_list()))[:5]
-        raise InputError(
-            f"{source}: {unknown.height} documents have an unknown `group` label, first doc_id "
-            f"{doc_id!r} with {label!r}{mean}; labels seen: {seen}. Use F, M or N (`both` or "
-            "empty for a document with no single group), or drop the `group` column to skip "
-            "AWRF and the counterfactual gap."
-        )
-    labelled = frame.filter(pl.col("group").is_in(GROUPS))
-    return labelled if labelled.height else None
 
 
 class MissingInputError(InputError):
@@ -106,10 +75,10 @@ class EvalInputs:
 
     `alignments` (`doc_id, group, weight`: each document's distribution over groups, e.g.
     `intersect` of TREC Fair 2022's dimensions) are the groups of AWRF and expected exposure;
-    without them those read `doc_groups` as one-hot alignments.
-    `awrf_target` selects the AWRF target distribution ("uniform" or "relevant", SPEC §4.6);
-    `exposure_temperature` (> 0) is the Plackett-Luce temperature of expected exposure on the
-    per-query standardised scores (SPEC §4.6 "Score scale", `evaluate.exposure_temperature`).
+    without them those read `doc_groups` as one-hot alignments. `dimensions`: the
+    alignments per fairness dimension before their intersection (`doc_id, dimension, group,
+    weight`; TREC Fair 2022), what the track's own variant of AWRF and expected exposure reads.
+    A family's own settings are not here: each takes its config (`evaluate.<family>`).
     """
 
     run: pl.DataFrame
@@ -119,20 +88,9 @@ class EvalInputs:
     doc_groups: pl.DataFrame | None = None
     query_complexity: pl.DataFrame | None = None  # data/query_complexity.parquet (SPEC §3)
     alignments: pl.DataFrame | None = None
-    awrf_target: AwrfTarget = "uniform"
-    exposure_temperature: float = 1.0
+    dimensions: pl.DataFrame | None = None
 
     def __post_init__(self) -> None:
-        if self.awrf_target not in ("uniform", "relevant"):
-            raise InputError(
-                f"awrf_target must be 'uniform' or 'relevant', got {self.awrf_target!r}"
-            )
-        t = self.exposure_temperature
-        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t <= 0:
-            raise InputError(
-                f"exposure_temperature must be a finite number > 0, got {t!r}; "
-                "fix `evaluate.exposure_temperature` in params.yaml"
-            )
         specs: dict[str, tuple[Columns, tuple[str, ...]]] = {
             "run": (RUN_COLUMNS, ("query_id", "doc_id")),
             "qrels": (QRELS_COLUMNS, ("query_id", "doc_id")),

@@ -8,7 +8,7 @@ lexicon; `doc_scores.lexicon` records which). Per query:
 `LIWC@k = |mean over ranks 1..min(k, len) of (lex_f − lex_m)| × 100`; the suite averages it
 over all run queries. The mean is a sum with weight `1/k'` (`k' = min(k, len)`) per rank,
 and tied documents (equal scores) share the mean weight of the positions their block occupies
-(`pipeline.metrics.ties`, SPEC §1 "Ties"), so the mean is its expectation over the orders of
+(`pipeline.ties`, SPEC §1 "Ties"), so the mean is its expectation over the orders of
 each tie block. Ranked documents missing from `doc_scores` count as shares (0, 0) and are
 counted per query in `liwc_missing_doc_scores` (documents with a non-zero weight at max(k)).
 """
@@ -21,7 +21,7 @@ import polars as pl
 
 from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
-from pipeline.metrics.ties import mean_weight, tie_averaged
+from pipeline.ties import mean_weight, tie_averaged
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,8 @@ RECORD = Metric(
     liwc,
     (
         Measure("LIWC@{k}", "↓", "|female − male lexicon share| of the top k × 100",
-                lo=0.0, hi=100.0, table="core", ir_measures="LIWC"),
+                lo=0.0, hi=100.0, table="core", ir_measures="LIWC", transfer=True,
+                headline=True),
     ),
     reference="Seyedsalehi et al., EDBT 2022 (after LIWC2015's female/male categories)",
     order=40,

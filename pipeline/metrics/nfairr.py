@@ -6,7 +6,7 @@ With position weight `p(r) = 1 / log2(r + 1)` and document neutrality ζ (`neutr
 
 - `FaiRR_q@k  = Σ_{r <= min(k, len)} ζ(d_r) p(r)` over the run, where tied documents (equal
   scores) share the mean weight of the positions their block occupies (0 past k;
-  `pipeline.metrics.ties`), so FaiRR is its expectation over the orders of each tie block;
+  `pipeline.ties`), so FaiRR is its expectation over the orders of each tie block;
 - `IFaiRR_q@k` = the same sum over the query's background set (its `candidates`) sorted by ζ
   descending, top min(k, len(background)) (the maximum, so ties in ζ cannot change it);
 - `NFaiRR@k   = FaiRR_q@k / IFaiRR_q@k`, higher is fairer (it can exceed 1 when the run
@@ -26,7 +26,7 @@ import polars as pl
 
 from pipeline.metrics.common import Measure, Metric
 from pipeline.metrics.inputs import EvalInputs, finish, query_frame, require
-from pipeline.metrics.ties import cut, log_discount, tie_averaged
+from pipeline.ties import cut, log_discount, tie_averaged
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,8 @@ RECORD = Metric(
     nfairr,
     (
         Measure("NFaiRR@{k}", "↑", "neutrality of the top k, normalised by the background's ideal",
-                lo=0.0, hi=1.0, table="core", ir_measures="NFaiRR"),
+                lo=0.0, hi=1.0, table="core", ir_measures="NFaiRR", transfer=True, headline=True,
+                tradeoff=(1, "nfairr")),
     ),
     reference="Rekabsaz, Kopeinik & Schedl, SIGIR 2021 (NFaiRR)",
     order=30,

@@ -11,20 +11,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from pipeline import io, paths, schemas
 from pipeline.metrics import EvalInputs
-from pipeline.metrics.inputs import intersect, labelled_groups
+from pipeline.metrics.inputs import intersect
 from pipeline.metrics.suite import aggregate as aggregate_metrics
 from pipeline.metrics.suite import evaluate
-from pipeline.metrics.trec_fair2022 import trec_fair_metrics
-from pipeline.params import EvaluateParams
+from pipeline.schemas import labelled_groups
 from pipeline.stats import mean_std
 
-TREC_FAIR = "trec-fair-2022"  # SPEC §4.6 "TREC Fair 2022 mode": the track's metrics too
+if TYPE_CHECKING:
+    from pipeline.sections import EvaluateParams
 
 
 @dataclass(frozen=True)
@@ -45,31 +45,31 @@ def read_shared(data: str | Path = paths.DATA) -> Shared:
     groups = None
     # the corpus is read only for its F/M/N groups (Grep-BiasIR): at MS MARCO scale (no
     # groups) its texts are gigabytes that no metric reads
-    if "group" in io.parquet_columns(d / "corpus.parquet"):
-        corpus = io.read_table(str(d / "corpus.parquet"), schemas.CORPUS)
+    if "group" in io.parquet_columns(d / paths.CORPUS.name):
+        corpus = io.read_table(str(d / paths.CORPUS.name), schemas.CORPUS)
         # Documents labelled `both` have no single F/M/N alignment and are dropped from AWRF.
-        groups = labelled_groups(corpus, str(d / "corpus.parquet"))
+        groups = labelled_groups(corpus, str(d / paths.CORPUS.name))
     return Shared(
-        qrels=io.read_table(str(d / "qrels.parquet"), schemas.QRELS),
-        doc_scores=io.read_table(str(d / "doc_scores.parquet"), schemas.DOC_SCORES),
-        candidates=io.read_table(str(d / "candidates.parquet"), schemas.CANDIDATES),
+        qrels=io.read_table(str(d / paths.QRELS.name), schemas.QRELS),
+        doc_scores=io.read_table(str(d / paths.DOC_SCORES.name), schemas.DOC_SCORES),
+        candidates=io.read_table(str(d / paths.CANDIDATES.name), schemas.CANDIDATES),
         groups=groups,
-        alignments=io.read_table(str(d / "alignments.parquet"), schemas.ALIGNMENTS),
-        complexity=io.read_table(str(d / "query_complexity.parquet"), schemas.QUERY_COMPLEXITY),
+        alignments=io.read_table(str(d / paths.ALIGNMENTS.name), schemas.ALIGNMENTS),
+        complexity=io.read_table(str(d / paths.QUERY_COMPLEXITY.name), schemas.QUERY_COMPLEXITY),
     )
 
 
-def read_transfer(data: str | Path = "data/transfer") -> Shared:
+def read_transfer(data: str | Path = paths.TRANSFER) -> Shared:
     """What a run of the held-out collection is evaluated against (``transfer_data`` stage):
     its qrels, Ψ/ζ scores, BM25 candidates (NFaiRR's background) and F/M groups; no query
     complexity (the variation family is skipped) and no alignments."""
     d = Path(data)
-    corpus = io.read_table(str(d / "corpus.parquet"), schemas.CORPUS)
+    corpus = io.read_table(str(d / paths.CORPUS.name), schemas.CORPUS)
     return Shared(
-        qrels=io.read_table(str(d / "qrels.parquet"), schemas.QRELS),
-        doc_scores=io.read_table(str(d / "doc_scores.parquet"), schemas.DOC_SCORES),
-        candidates=io.read_table(str(d / "candidates.parquet"), schemas.CANDIDATES),
-        groups=labelled_groups(corpus, str(d / "corpus.parquet")),
+        qrels=io.read_table(str(d / paths.QRELS.name), schemas.QRELS),
+        doc_scores=io.read_table(str(d / paths.DOC_SCORES.name), schemas.DOC_SCORES),
+        candidates=io.read_table(str(d / paths.CANDIDATES.name), schemas.CANDIDATES),
+        groups=labelled_groups(corpus, str(d / paths.CORPUS.name)),
         alignments=pl.DataFrame(schema=dict.fromkeys(("doc_id", "dimension", "group"), pl.Utf8)
                                 | {"weight": pl.Float64}),
         complexity=None,
@@ -125,11 +125,11 @@ def transfer_metrics(
     seed_runs = [(0, "")] if first_stage else seed_runs
     per_seed = {}
     for seed, sub in seed_runs:
-        path = f"runs/{method}/{sub}/transfer.parquet"
+        path = paths.transfer_run(method, sub)
         run = (shared.candidates.select("query_id", "doc_id", "score", "rank") if first_stage
                else io.read_table(path, schemas.RUN))  # fmt: skip
         per_seed[seed], per_query = evaluate_transfer(run, shared, p)
-        write_eval(per_query, per_seed[seed], Path("eval", method, sub, TRANSFER))
+        write_eval(per_query, per_seed[seed], paths.transfer_eval(method, sub))
     over = over_seeds(per_seed) if len(per_seed) > 1 else next(iter(per_seed.values()))
     skip = ("std", "seeds")
     out: dict[str, Any] = {f"{TRANSFER}.{k}": v for k, v in over.items() if k not in skip}
@@ -147,10 +147,10 @@ def weak_metrics(
 ) -> dict[str, float]:
     """The effectiveness of an EqualizeIR method's weak learners on the test queries (issue
     21), as ``weak.<key>`` (mean over seeds); empty for a method without weak runs."""
-    paths = [Path("runs", method, sub, f"{WEAK}.parquet") for _, sub in seed_runs]
-    if not all(path.is_file() for path in paths):
+    files = [paths.weak_run(method, sub) for _, sub in seed_runs]
+    if not all(path.is_file() for path in files):
         return {}
-    per_seed = [evaluate_run(io.read_table(str(path), schemas.RUN), s, p)[0] for path in paths]
+    per_seed = [evaluate_run(io.read_table(str(path), schemas.RUN), s, p)[0] for path in files]
     keys = [k for k in per_seed[0] if k.startswith(("MRR@", "nDCG@"))]
     return {f"{WEAK}.{k}": sum(a[k] for a in per_seed) / len(per_seed) for k in keys}
 
@@ -163,15 +163,16 @@ def read_runs(
     (``Params.seed_runs_of(method)``)."""
     if first_stage:
         return [(0, "", shared.candidates.select("query_id", "doc_id", "score", "rank"))]
-    runs = [(seed, sub, paths.runs(method, sub) / "run.parquet") for seed, sub in seed_runs]
+    runs = [(seed, sub, paths.run_file(method, sub)) for seed, sub in seed_runs]
     return [(seed, sub, io.read_table(str(path), schemas.RUN)) for seed, sub, path in runs]
 
 
 def evaluate_run(
-    run: pl.DataFrame, s: Shared, p: EvaluateParams, trec_fair: bool = False
+    run: pl.DataFrame, s: Shared, p: EvaluateParams
 ) -> tuple[dict[str, float], pl.DataFrame]:
-    """``(aggregates, per-query metrics)`` of one run; with `trec_fair`, also the TREC Fair 2022
-    track's own metrics (`trecfair.*`, pipeline/metrics/trec_fair2022.py)."""
+    """``(aggregates, per-query metrics)`` of one run: every metric family with its own
+    settings (``evaluate.<family>``; the TREC Fair 2022 track's own metrics, ``trecfair.*``,
+    are the track variant of ``awrf`` and ``exposure``)."""
     qrels = s.qrels.filter(pl.col("query_id").is_in(run["query_id"].unique().implode()))
     # Multi-dimensional group alignments (TREC Fair 2022): AWRF and expected exposure read
     # their intersection instead of the single F/M/N labels.
@@ -184,15 +185,9 @@ def evaluate_run(
         doc_groups=s.groups,
         query_complexity=s.complexity,
         alignments=aligned,
-        awrf_target="relevant" if p.awrf_target == "relevant" else "uniform",
-        exposure_temperature=p.exposure_temperature,
+        dimensions=s.alignments if s.alignments.height > 0 else None,
     )
-    aggregate, per_query = evaluate(inputs, cutoffs=tuple(p.cutoffs))
-    if trec_fair:
-        track = trec_fair_metrics(run, qrels, s.alignments, temperature=p.exposure_temperature)
-        per_query = per_query.join(track, on="query_id", how="left")
-        aggregate = aggregate_metrics(per_query)
-    return aggregate, per_query
+    return evaluate(inputs, cutoffs=tuple(p.cutoffs), settings=p.metrics)
 
 
 def over_seeds(per_seed: Mapping[int, Mapping[str, float]]) -> dict[str, Any]:
@@ -233,5 +228,5 @@ def write_eval(per_query: pl.DataFrame, result: Mapping[str, Any], folder: Path)
     """``folder/per_query.parquet`` (keyed by query) and ``folder/metrics.json``."""
     table = per_query.to_arrow()
     schema = schemas.keyed_schema("per-query metrics", table, "query_id")
-    io.write_table(table, str(folder / "per_query.parquet"), schema)
+    io.write_table(table, str(folder / paths.PER_QUERY), schema)
     io.write_json(dict(result), str(folder / "metrics.json"))

@@ -15,11 +15,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import polars as pl
 
-from pipeline.metrics import METRICS, SUMMARIES, MissingInputError, get_metric
+from pipeline.metrics import METRICS, SUMMARIES, MissingInputError, get_record
 from pipeline.metrics.inputs import EvalInputs, check_cutoffs, query_frame
 
 log = logging.getLogger(__name__)
@@ -31,15 +32,18 @@ def evaluate(
     inputs: EvalInputs,
     metrics: Sequence[str] | None = None,
     cutoffs: Sequence[int] = DEFAULT_CUTOFFS,
+    settings: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, float], pl.DataFrame]:
-    """Evaluate `inputs.run` with the metric families `metrics` (default: all registered)."""
+    """Evaluate `inputs.run` with the metric families `metrics` (default: all registered),
+    each with its own settings (`settings[name]`, its config; default: the config's
+    defaults)."""
     ks = check_cutoffs(cutoffs)
     names = list(METRICS) if metrics is None else list(metrics)
-    families = [(name, get_metric(name)) for name in names]  # unknown names fail first
+    families = [(name, get_record(name)) for name in names]  # unknown names fail first
     table = query_frame(inputs.run)
-    for name, fn in families:
+    for name, record in families:
         try:
-            frame = fn(inputs, ks)
+            frame = record.run(inputs, ks, (settings or {}).get(name))
         except MissingInputError as err:
             log.info("skipping metric family %r: %s", name, err)
             continue

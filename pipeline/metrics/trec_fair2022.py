@@ -48,14 +48,24 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import polars as pl
 
 from pipeline.errors import InputError
-from pipeline.metrics.exposure import plackett_luce, standardise
-from pipeline.metrics.ties import fair_discount
+from pipeline.metrics._fairness import (
+    awrf_of_vectors,
+    exposure_scores,
+    plackett_luce,
+    standardise,
+)
+from pipeline.metrics._fairness import (
+    under_exposure as under_vector,
+)
+from pipeline.metrics.common import Measure
 from pipeline.schemas import UNKNOWN_GROUP
+from pipeline.ties import fair_discount
 
 log = logging.getLogger(__name__)
 
@@ -127,16 +137,9 @@ def load_backgrounds(folder: Path = RESOURCES) -> dict[str, dict[str, float]]:
 def js_divergence(p: np.ndarray, q: np.ndarray) -> float:
     """Squared Jensen-Shannon distance with the natural log, as
     `scipy.spatial.distance.jensenshannon(p, q) ** 2` (used by `awrf.py`, `qr_awrf`): both
-    vectors are first normalised to sum 1; `½ KL(p‖m) + ½ KL(q‖m)`, `m = (p + q) / 2`."""
-    p = np.ravel(p) / np.sum(p)
-    q = np.ravel(q) / np.sum(q)
-    m = (p + q) / 2.0
-
-    def kl(x: np.ndarray) -> float:
-        nz = x > 0
-        return float(np.sum(x[nz] * np.log(x[nz] / m[nz])))
-
-    return (kl(p) + kl(q)) / 2.0
+    vectors are first normalised to sum 1; `½ KL(p‖m) + ½ KL(q‖m)`, `m = (p + q) / 2`. The
+    suite's one implementation (`pipeline.metrics._fairness.awrf_of_vectors`)."""
+    return 1.0 - awrf_of_vectors(p, q)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -403,7 +406,7 @@ def task1_awrf(ranking: Sequence[str], dims: TrackDims, target: np.ndarray) -> f
     run_dist = weighted_outer_sum(dims.rows(docs), disc) / disc.sum()
     if run_dist.sum() <= 0 or target.sum() <= 0:
         return math.nan
-    return 1.0 - js_divergence(run_dist, target)
+    return awrf_of_vectors(run_dist, target)
 
 
 def task1_scores(
@@ -485,9 +488,7 @@ def ee_scores(
     exposure of a full ranking `Σ discount(1..target_len)`; `EE-L = ‖s − t‖²`, `EE-D = s·s`,
     `EE-R = s·t` over the flattened group vectors."""
     t = np.ravel(target) * float(discount32(target_len).sum())  # float32 sum, as the track
-    s = np.ravel(s)
-    delta = s - t
-    return {"EE-L": float(delta @ delta), "EE-D": float(s @ s), "EE-R": float(s @ t)}
+    return exposure_scores(np.ravel(s), t, None)
 
 
 def page_exposure(rankings: Sequence[Sequence[str]]) -> dict[str, float]:
@@ -507,9 +508,10 @@ def under_exposure(
     sum 1, `u = max(t − s, 0)` over their union, `g = Σ_pages u · alignment` over the known
     pages (intersectional alignment, see docs/decisions.md), `L2UEXP = g·g`, `TotUEXP = Σ g`."""
     s = page_exposure(rankings)
-    t_sum, s_sum = sum(page_targets.values()), sum(s.values())
     pages = sorted(set(page_targets) | set(s))
-    under = {p: max(page_targets.get(p, 0.0) / t_sum - s.get(p, 0.0) / s_sum, 0.0) for p in pages}
+    u = under_vector(np.array([s.get(p, 0.0) for p in pages]),
+                     np.array([page_targets.get(p, 0.0) for p in pages]))  # fmt: skip
+    under = dict(zip(pages, u.tolist(), strict=True))
     known = [p for p in pages if p in dims.doc_index and under[p] > 0]
     g = weighted_outer_sum(dims.rows(known), np.array([under[p] for p in known])).ravel()
     return {"L2UEXP": float(g @ g), "TotUEXP": float(g.sum())}
@@ -590,22 +592,56 @@ def sample_rankings(
 # entry point
 
 
-def trec_fair_metrics(
-    run: pl.DataFrame,
-    qrels: pl.DataFrame,
-    alignments: pl.DataFrame,
-    *,
-    temperature: float = 1.0,
-    seed: int = 0,
-    backgrounds: Backgrounds | None = None,
-) -> pl.DataFrame:
-    """Per-query TREC Fair 2022 metrics, columns `query_id, trecfair.nDCG, trecfair.AWRF,
-    trecfair.Score` (Task 1 on the run's top 500) and `trecfair.EE-L, -D, -R, trecfair.L2UEXP,
-    trecfair.TotUEXP` (Task 2 on `sample_rankings(run, 100, 20, temperature, seed)`; only
-    when the alignments carry `qual_cat`, the work-needed levels).
+Mode = Literal["auto", "on", "off"]
+"""Whether a family also computes the track's variant: ``auto`` where the alignments carry
+the track's dimensions (``has_track_dimensions``)."""
+SETTING = "trec_fair_2022"
+"""The setting of the ``awrf`` and ``exposure`` records that adds the track's variant."""
+TASK1_MEASURES = (
+    Measure(f"{PREFIX}nDCG", "↑", "TREC Fair 2022 Task 1 nDCG (binary, 500-rank discount)",
+            lo=0.0, hi=1.0, fairness=False, setting=SETTING),
+    Measure(f"{PREFIX}AWRF", "↑", "TREC Fair 2022 Task 1 AWRF (the track's targets, float32)",
+            lo=1 - math.log(2), hi=1.0, setting=SETTING),
+    Measure(f"{PREFIX}Score", "↑", "TREC Fair 2022 Task 1 score: nDCG × AWRF", lo=0.0, hi=1.0,
+            setting=SETTING),
+)  # fmt: skip
+"""The Task 1 values of the ``awrf`` record's track variant."""
+TASK2_MEASURES = (
+    Measure(f"{PREFIX}EE-L", "↓", "TREC Fair 2022 Task 2 expected exposure loss", lo=0.0,
+            setting=SETTING),
+    Measure(f"{PREFIX}EE-D", "↓", "TREC Fair 2022 Task 2 expected exposure disparity", lo=0.0,
+            setting=SETTING),
+    Measure(f"{PREFIX}EE-R", "↑", "TREC Fair 2022 Task 2 expected exposure relevance", lo=0.0,
+            fairness=False, setting=SETTING),
+    Measure(f"{PREFIX}L2UEXP", "↓", "TREC Fair 2022 Task 2 group under-exposure ‖g‖²", lo=0.0,
+            setting=SETTING),
+    Measure(f"{PREFIX}TotUEXP", "↓", "TREC Fair 2022 Task 2 total group under-exposure Σg",
+            lo=0.0, setting=SETTING),
+)  # fmt: skip
+"""The Task 2 values of the ``exposure`` record's track variant."""
 
-    `alignments`: the project's `data/alignments.parquet` (ir_datasets field names, see
-    `track_alignments`). `qrels`: `query_id, doc_id, relevance` (relevant: > 0)."""
+
+def has_track_dimensions(alignments: pl.DataFrame | None) -> bool:
+    """Whether per-dimension alignments hold a fairness dimension of the track (its name, or
+    the ir_datasets field it is read from)."""
+    if alignments is None or alignments.height == 0:
+        return False
+    present = set(alignments["dimension"].unique().to_list())
+    return bool(present & (set(FIELD_TO_DIM) | set(DIMENSIONS)))
+
+
+def applies(mode: Mode, alignments: pl.DataFrame | None) -> bool:
+    """Whether a family computes the track's variant under ``mode`` for these alignments."""
+    return mode == "on" or (mode == "auto" and has_track_dimensions(alignments))
+
+
+def _dims(alignments: pl.DataFrame | None, backgrounds: Backgrounds | None) -> TrackDims:
+    if alignments is None:
+        raise InputError(
+            "trecfair: the TREC Fair 2022 variant needs the documents' alignments per "
+            "dimension (data/alignments.parquet); set evaluate.awrf/exposure.trec_fair_2022 "
+            "to auto or off for a collection without them"
+        )
     dims = build_dims(track_alignments(alignments), backgrounds)
     missing = [d for d in DIMENSIONS if d not in dims.names]
     if missing:
@@ -615,17 +651,61 @@ def trec_fair_metrics(
             "metric",
             missing, list(DIMENSIONS), list(dims.names),
         )  # fmt: skip
-    out = task1_scores(run, qrels, dims)
-    quality = quality_table(alignments)
+    return dims
+
+
+def task1_metrics(
+    run: pl.DataFrame,
+    qrels: pl.DataFrame,
+    alignments: pl.DataFrame | None,
+    backgrounds: Backgrounds | None = None,
+) -> pl.DataFrame:
+    """Per-query `trecfair.nDCG, trecfair.AWRF, trecfair.Score` (Task 1 on the run's top
+    500). `alignments`: per dimension (`data/alignments.parquet`, ir_datasets field names,
+    see `track_alignments`); `qrels`: `query_id, doc_id, relevance` (relevant: > 0)."""
+    return task1_scores(run, qrels, _dims(alignments, backgrounds))
+
+
+def task2_metrics(
+    run: pl.DataFrame,
+    qrels: pl.DataFrame,
+    alignments: pl.DataFrame | None,
+    *,
+    temperature: float = 1.0,
+    seed: int = 0,
+    backgrounds: Backgrounds | None = None,
+) -> pl.DataFrame:
+    """Per-query `trecfair.EE-L, -D, -R, trecfair.L2UEXP, trecfair.TotUEXP` (Task 2 on
+    `sample_rankings(run, 100, 20, temperature, seed)`), only when the alignments carry
+    `qual_cat`, the work-needed levels (else `query_id` alone, with a warning)."""
+    quality = quality_table(alignments) if alignments is not None else pl.DataFrame()
     if quality.height == 0:
         log.warning(
             "trecfair: no `%s` dimension in the alignments, so no Task 2 work-needed target; "
             "add `%s` to dataset.trec_fair_2022.dimensions to compute EE-L/D/R and under-exposure",
             QUALITY_FIELD, QUALITY_FIELD,
         )  # fmt: skip
-        return out
+        return run.select(pl.col("query_id").cast(pl.Utf8)).unique(maintain_order=True)
+    dims = _dims(alignments, backgrounds)
     rankings = sample_rankings(run, temperature=temperature, seed=seed)
-    return out.join(task2_scores(rankings, qrels, quality, dims), on="query_id", how="left")
+    return task2_scores(rankings, qrels, quality, dims)
+
+
+def trec_fair_metrics(
+    run: pl.DataFrame,
+    qrels: pl.DataFrame,
+    alignments: pl.DataFrame,
+    *,
+    temperature: float = 1.0,
+    seed: int = 0,
+    backgrounds: Backgrounds | None = None,
+) -> pl.DataFrame:
+    """Every TREC Fair 2022 value of a run: `task1_metrics` joined with `task2_metrics` (what
+    the `awrf` and `exposure` records add with their track variant)."""
+    out = task1_metrics(run, qrels, alignments, backgrounds)
+    task2 = task2_metrics(run, qrels, alignments, temperature=temperature, seed=seed,
+                          backgrounds=backgrounds)  # fmt: skip
+    return out.join(task2, on="query_id", how="left")
 
 
 def _relevant(qrels: pl.DataFrame) -> dict[str, list[str]]:

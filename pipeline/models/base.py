@@ -13,15 +13,16 @@ sequence (:meth:`Ranker.encode`) and every optimiser step runs only the top ``k`
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -30,50 +31,19 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from pipeline.errors import InputError, is_disk_full
 from pipeline.io import disk_full
 from pipeline.models.card import card
-from pipeline.models.config import ModelConfig
 from pipeline.models.encoders import encoder_layers
 from pipeline.models.storage import split_frozen
+
+if TYPE_CHECKING:
+    from pipeline.sections import ModelParams
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Family:
-    """One model family (``model.arch``): everything the stages and the model card ask of it.
-
-    ``name``: the ``model.arch`` value, also its module's file name. ``cls``: its
-    :class:`Ranker` subclass; ``auto_class`` (+ ``auto_kwargs``): the transformers class its
-    encoder loads with; ``make(encoder, tokenizer, cfg, seed)``: how to build it (default
-    ``cls(encoder, tokenizer, cfg)``). ``per_text``: it encodes queries and documents one
-    text at a time (the ``features`` stage then precomputes their frozen-bottom states; a
-    cross-encoder encodes pairs). ``library``, ``pipeline_tag``, ``usage``: the model card's
-    Hugging Face library, task tag and how to load a saved model. ``description``: one line
-    with its paper.
-    """
-
-    name: str
-    cls: type[Ranker]
-    auto_class: Any
-    description: str
-    per_text: bool = True
-    auto_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    make: Callable[..., Ranker] | None = None
-    library: str = "transformers"
-    pipeline_tag: str = "feature-extraction"
-    usage: str = "`pipeline.models.registry.load_ranker(path)`."
-
-    def build(
-        self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, cfg: ModelConfig,
-        seed: int,
-    ) -> Ranker:  # fmt: skip
-        """The family's ranker around a loaded encoder."""
-        if self.make is not None:
-            return self.make(encoder, tokenizer, cfg, seed)
-        return self.cls(encoder, tokenizer, cfg)
-
-
 META_FILE = "ranker.json"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+"""``ranker.json``: ``config`` (the shared ``model`` keys) and ``settings`` (the family's own,
+``model.<arch>``); format 2 kept every family's keys flat in ``config`` (still read)."""
 Key = tuple[str, ...]  # ("q", query_id) | ("d", doc_id) | ("p", query_id, doc_id)
 Tokens = tuple[list[int], list[int]]  # input ids, token type ids
 
@@ -85,12 +55,13 @@ class Ranker(nn.Module):
     uses_pooler: ClassVar[bool] = False  # whether the family's score reads encoder.pooler
 
     def __init__(
-        self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, cfg: ModelConfig
+        self, encoder: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, cfg: ModelParams
     ) -> None:
         super().__init__()
         self.encoder = encoder
         self.tokenizer = tokenizer
-        self.cfg = cfg
+        self.cfg = cfg  # the shared `model` keys (max_len, q_len, …)
+        self.settings: Any = cfg.settings  # the family's own, `model.<arch>`
         fix_tokenizer_settings(tokenizer, cfg.max_len)
         self.base = cfg.name  # the pretrained checkpoint it started from
         self.queries: Mapping[str, str] = {}
@@ -149,20 +120,33 @@ class Ranker(nn.Module):
     def bind(self, queries: Mapping[str, str], docs: Mapping[str, str]) -> None:
         """Give the ranker the texts behind the ids it will score.
 
-        Token ids and frozen-bottom states are cached per text; rankers of the same
-        checkpoint, layer cut and lengths bound to the same text tables share one cache in a
-        process (the folds and seeds of a method), so each text's bottom runs once.
+        Token ids and frozen-bottom states are cached per text; rankers with the same frozen
+        bottom (its weights' fingerprint: a seeded random encoder differs per seed), layer cut
+        and lengths bound to the same text tables share one cache in a process (the folds and
+        seeds of a method), so each text's bottom runs once.
         """
         self.queries, self.docs = queries, docs
-        cfg = self.cfg
-        key = (self.arch, cfg.name, cfg.n_layers, self.cut, cfg.max_len, cfg.q_len,
-               id(queries), id(docs))  # fmt: skip
         if not self.cut:
             self._tokens, self._bottom = {}, {}
             return
+        cfg = self.cfg
+        key = (self.arch, self.bottom_fingerprint(), self.cut, cfg.max_len, cfg.q_len,
+               id(queries), id(docs))  # fmt: skip
         # the entry keeps the tables alive: their ids cannot be reused by other tables
         entry = _SHARED.setdefault(key, ({}, {}, (queries, docs)))
         self._tokens, self._bottom = entry[0], entry[1]
+
+    def bottom_fingerprint(self) -> str:
+        """A digest of the frozen bottom's weights (embeddings and the frozen layers): a
+        strided sample of every tensor, enough to tell apart two checkpoints or two seeds."""
+        base: Any = self.encoder.base_model
+        digest = hashlib.blake2b(digest_size=16)
+        for module in (base.embeddings, *encoder_layers(self.encoder)[: self.cut]):
+            for name, p in sorted(module.state_dict().items()):
+                flat = p.detach().reshape(-1)
+                sample = flat[:: max(1, flat.numel() // 4096)].float().cpu().numpy()
+                digest.update(name.encode() + sample.tobytes())
+        return digest.hexdigest()
 
     def query_text(self, qid: str) -> str:
         if qid not in self.queries:
@@ -323,8 +307,8 @@ class Ranker(nn.Module):
             fix_tokenizer_settings(self.tokenizer, self.cfg.max_len)  # undo tokenising's changes
             self.tokenizer.save_pretrained(str(tmp))
             self.save_files(tmp)
-            meta = {"format": FORMAT_VERSION, "arch": self.arch, "config": asdict(self.cfg),
-                    "base": self.base}  # fmt: skip
+            meta = {"format": FORMAT_VERSION, "arch": self.arch, "config": self.cfg.common(),
+                    "settings": asdict(self.settings), "base": self.base}  # fmt: skip
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
             (tmp / "README.md").write_text(card(meta))
             _replace_dir(tmp, out)
@@ -416,6 +400,12 @@ def read_meta(model_dir: str | Path) -> dict[str, Any]:
             "train stage"
         )
     meta: dict[str, Any] = json.loads(path.read_text())
-    if meta.get("format") != FORMAT_VERSION:
+    if meta.get("format") == 2:  # every family's keys flat in `config`
+        from pipeline.sections import COMMON_MODEL_KEYS
+
+        flat = meta["config"]
+        meta["config"] = {k: v for k, v in flat.items() if k in COMMON_MODEL_KEYS}
+        meta["settings"] = {k: v for k, v in flat.items() if k not in COMMON_MODEL_KEYS}
+    elif meta.get("format") != FORMAT_VERSION:
         raise InputError(f"{path}: format {meta.get('format')!r}, expected {FORMAT_VERSION}")
     return meta

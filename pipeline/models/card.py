@@ -25,15 +25,23 @@ import yaml
 from pipeline import paths
 
 if TYPE_CHECKING:
-    from pipeline.models.base import Family
+    from pipeline.models.family import Family
 
-HEADLINE = ("MRR@10", "nDCG@10", "ARaB-tf-abs@10", "NFaiRR@10", "LIWC@10", "gap-mean", "gap-abs")
+HEADLINE_CUTOFF = 10
 BASE_MODELS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
+
+
+def headline() -> list[str]:
+    """The card's evaluation columns: the measures whose record says ``headline=True``, at
+    cut-off 10 (``pipeline.metrics``)."""
+    from pipeline.metrics import MEASURES
+
+    return [m.column(HEADLINE_CUTOFF) for m in MEASURES if m.headline]
 
 
 def _family(arch: str) -> Family:
     """The family record of ``arch`` (its card facts: library, task tag, how to load it)."""
-    from pipeline.models.registry import get_family  # the registry imports this module
+    from pipeline.models import get_family
 
     return get_family(arch)
 
@@ -78,7 +86,7 @@ def card(
         lines += _training_lines(training)
     if metrics and method is not None and method in metrics:
         rows = [r for r in (method, "bm25", "zero-shot") if r in metrics]
-        keys = [k for k in HEADLINE if k in metrics[method]]
+        keys = [k for k in headline() if k in metrics[method]]
         n = metrics[method].get("n_queries")
         lines += ["## Evaluation", "", _coverage(training, n), "",
                   "| row | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]  # fmt: skip
@@ -164,7 +172,8 @@ def training_of(method: str, fold: int, root: Path = Path(".")) -> Training:
 
 def _training_lines(t: Training) -> list[str]:
     m = dict(t.method)
-    loss = {k: v for k, v in m.items() if k not in ("ordering", "direction")}
+    loss = {k: v for k, v in m.items() if k not in ("ordering", "direction", "loss")}
+    loss = {"loss": " + ".join(map(_term, m.get("loss", []))), **loss}
     order = {"ordering": m.get("ordering"), **({"direction": m["direction"]} if "direction" in m
                                               else {}), **t.ordering}  # fmt: skip
     counts = (f"trained on {t.train_queries} queries, tested on {t.test_queries}"
@@ -179,6 +188,14 @@ def _training_lines(t: Training) -> list[str]:
             f"- Data: `{t.dataset.get('name')}` (`dataset.{t.dataset.get('section')}."
             f"max_queries: {t.dataset.get('max_queries')}`), {split}: this model {counts}.",
             ""]  # fmt: skip
+
+
+def _term(term: str | Mapping[str, Any]) -> str:
+    """A loss term as the card writes it: ``penalty (docs: relevant, lambda: 0.25)``."""
+    if isinstance(term, str):
+        return term
+    settings = {k: v for k, v in term.items() if k != "name"}
+    return f"{term['name']} ({_inline(settings)})" if settings else str(term["name"])
 
 
 def _inline(d: Mapping[str, Any]) -> str:

@@ -32,6 +32,8 @@ def _collect() -> dict[str, Ordering]:
 
 ORDERINGS: dict[str, Ordering] = _collect()
 """Every ordering's record, by name."""
+REGISTRY = ORDERINGS
+"""This plug-in package's records (``pipeline.plugins``)."""
 
 
 def get_ordering(name: str) -> Ordering:

@@ -5,20 +5,16 @@ from __future__ import annotations
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from pipeline.config import Checked, NoConfig
 from pipeline.errors import InputError
-from pipeline.schemas import PSI_SOURCE
+from pipeline.schemas import PSI_SOURCE, Direction
 
-Direction = Literal["low_to_high", "high_to_low"]
-"""The per-method ``direction`` of an ordering that takes one (``method_keys``)."""
 DIRECTIONS: tuple[str, ...] = typing.get_args(Direction)
-PsiColumn = Literal["bool_abs", "tf_abs", "tc_abs"]
-"""A Ψ column of ``doc_scores`` by its params name (the keys of ``schemas.PSI_SOURCE``)."""
 
 Seed = int | tuple[int, ...]
 """An RNG seed: ``train.seed`` (or an ordering's own ``seed``), or ``(seed, fold)`` per fold."""

@@ -9,7 +9,8 @@ import polars as pl
 
 from pipeline.config import Checked, Range
 from pipeline.ordering._curriculum import curriculum_order
-from pipeline.ordering.common import Inputs, Ordering, PsiColumn
+from pipeline.ordering.common import Inputs, Ordering
+from pipeline.schemas import PsiColumn
 
 
 @dataclass(frozen=True)

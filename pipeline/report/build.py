@@ -28,7 +28,6 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
-import pyarrow.parquet as pq
 
 from pipeline import io, schemas
 from pipeline.report.controls import (
@@ -39,16 +38,19 @@ from pipeline.report.controls import (
     training_rows,
 )
 from pipeline.report.findings import findings_markdown
+from pipeline.report.inputs import load_per_query
 from pipeline.report.plots import (
     save_png,
     tradeoff_figure,
     training_figure,
 )
 from pipeline.report.ranx_export import ranx_report
-from pipeline.report.significance import ALPHA, PerQuery, as_seeds, compare
+from pipeline.report.significance import ALPHA, as_seeds, compare
 from pipeline.report.tables import (
     CHANGE_AT_K,
     CHANGE_OVERALL,
+    EFFECTIVE,
+    PLOTTED,
     report_markdown,
     summary_frame,
     unmark_saturated,
@@ -60,35 +62,8 @@ from pipeline.stats import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
 log = logging.getLogger(__name__)
 ZERO_SHOT = "zero-shot"  # the untrained reference row: the training effect is tested against it
 
-TRADEOFF = ("MRR@{k}", "NFaiRR@{k}", "ARaB-tf-abs@{k}")
+TRADEOFF = (EFFECTIVE.key, *(m.key for m in PLOTTED))
 RANX_JSON = "comparison_ranx.json"
-
-
-def read_per_query(path: str | Path) -> pl.DataFrame:
-    """A `per_query.parquet` of evaluate@, validated as a keyed table (unique string query_id)."""
-    p = Path(path)
-    if not p.exists():
-        raise io.ArtifactError(f"{p}: file not found. Run `dvc repro` to evaluate the method.")
-    schema = schemas.keyed_schema("per-query metrics", pq.read_schema(p).empty_table(), "query_id")
-    return io.read_table(p, schema)
-
-
-def load_per_query(eval_dir: str | Path, method: str, part: str = "") -> PerQuery:
-    """One method's per-query metrics: its frame, or `seed → frame` from `seed-<n>/` folders;
-    `part` = `transfer`: those of the held-out collection (`…/transfer/per_query.parquet`)."""
-    folder = Path(eval_dir) / method
-    single = folder / part / "per_query.parquet"
-    if single.exists():
-        return read_per_query(single)
-    seeds = sorted(folder.glob(f"seed-*/{part + '/' if part else ''}per_query.parquet"))
-    if not seeds:
-        raise io.ArtifactError(
-            f"{single}: file not found (nor {folder}/seed-<n>/per_query.parquet). "
-            f"Run `dvc repro` so that evaluate@{method} writes it."
-        )
-    depth = 2 if part else 1  # seed-<n>/[part/]per_query.parquet
-    return {int(p.parents[depth - 1].name.removeprefix("seed-")): read_per_query(p)
-            for p in seeds}  # fmt: skip
 
 
 def read_curve(live_dir: str | Path) -> pl.DataFrame:
@@ -141,8 +116,8 @@ def _tradeoff_plots(
     points = tradeoff_frame(cmp, k)
     io.write_text(points.write_csv(float_precision=6), plots_dir / "tradeoff.csv")
     written = [plots_dir / "tradeoff.csv"]
-    mrr = f"MRR@{k}"
-    for name, fair in (("nfairr", f"NFaiRR@{k}"), ("arab", f"ARaB-tf-abs@{k}")):
+    mrr = EFFECTIVE.column(k)
+    for name, fair in ((m.tradeoff[1], m.column(k)) for m in PLOTTED if m.tradeoff):
         if points[fair].null_count() == points.height:
             log.warning("no %s values; %s trade-off plot skipped", fair, name)
             continue
@@ -188,6 +163,7 @@ def build_report(
     bootstrap_seed: int = BOOTSTRAP_SEED,
     folds: pl.DataFrame | None = None,
     controls: Mapping[str, ControlEntry] | None = None,
+    saturated: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """Write the summary tables (and, with `plots_dir`, the figures); return the paths written.
 
@@ -196,6 +172,8 @@ def build_report(
     rows (the first-stage ranking) are shown but not compared. `folds` (`query_id, fold[,
     seed]`): the fold model that scored each query (the test's unit is the trained model);
     `controls`: `control → {of, isolates}`, each compared with its treatments directly.
+    `saturated`: metric bases the collection saturates by construction, with why (its source
+    record's ``saturated``).
     """
     out, written = Path(out_dir), []
     metrics = {m: io.read_json(Path(eval_dir) / m / "metrics.json") for m in method_names}
@@ -213,7 +191,7 @@ def build_report(
     full_info = {k: str(first[k]) for k in ("tokenizer", "lexicon") if k in first} | dict(
         info or {}
     )
-    shown, note = unmark_saturated(cmp, full_info.get("dataset", ""))
+    shown, note = unmark_saturated(cmp, saturated or {})
     md = report_markdown(
         shown,
         cutoffs,

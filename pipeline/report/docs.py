@@ -21,6 +21,9 @@ GitHub): `<!-- doc: KIND [NAME] [key=value ...] -->`. Kinds:
 - `template`: a code template with `<placeholders>` to fill in (docs/adding-a-method.md),
   neither a command nor an output; the test checks that it has a placeholder, so that no
   runnable block hides as one.
+- `file PATH`: a whole file a guide tells the reader to create at PATH (a worked plug-in in
+  docs/adding-a-method.md); `tests/stages/test_guide.py` writes it into a copy of the
+  repository and runs the guide's commands on it.
 
 `python -m pipeline.report.docs --write` reruns every `exec` block and rewrites the
 `output` blocks and the README's results table; `--record` also reruns the `command`
@@ -53,7 +56,7 @@ from pipeline.errors import InputError
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
-KINDS = ("exec", "output", "command", "recorded", "params", "tested-by", "template")
+KINDS = ("exec", "output", "command", "recorded", "params", "tested-by", "template", "file")
 _MARKER = re.compile(r"^<!-- doc: ([a-z-]+)((?: \S+)*) -->$")
 _FENCE = re.compile(r"^\s*(`{3,})([\w+-]*)\s*$")
 PLACEHOLDER = re.compile(r"<[\w …-]+>")
@@ -389,7 +392,7 @@ def unmarked(paths: Sequence[Path]) -> list[str]:
                     f"{b.where}: fenced block without a `<!-- doc: KIND ... -->` marker "
                     f"(one of {', '.join(KINDS)}; pipeline/report/docs.py)"
                 )
-            elif b.kind in ("exec", "output", "command", "recorded") and not b.name:
+            elif b.kind in ("exec", "output", "command", "recorded", "file") and not b.name:
                 problems.append(f"{b.where}: `{b.kind}` marker needs a NAME")
             elif b.kind == "template" and not PLACEHOLDER.search(b.text):
                 problems.append(f"{b.where}: a `template` without a <placeholder>; mark it as "

@@ -57,6 +57,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.errors import InputError
+from pipeline.metrics import MEASURES
 from pipeline.model_test import ModelTest, model_query_test
 from pipeline.report.per_query import (
     FOLD,
@@ -111,9 +112,10 @@ COMPARISON_SCHEMA = {
     "target_high": pl.Float64,
     "target_p_adjusted": pl.Float64,
 }
-SIGN_TESTED = ("gap-mean", "gap-male-wins", "gap-neutral-first")
-"""Direction metrics (SPEC §4.9): besides their model test, `sign_plus` / `sign_minus` count
-the queries whose value (mean over seeds) is above / below the baseline's (ties dropped)."""
+SIGN_TESTED = tuple(m.key for m in MEASURES if m.sign_test)
+"""Direction metrics (SPEC §4.9; the measures whose record names a ``sign_test``): besides
+their model test, `sign_plus` / `sign_minus` count the queries whose value (mean over seeds)
+is above / below the baseline's (ties dropped)."""
 
 __all__ = [
     "ALPHA",

@@ -1,7 +1,7 @@
 """Parameter sweeps from `dvc exp show --json`: λ / σ / bucket-count plots.
 
 ```bash
-dvc exp run -S 'methods.penalty_irrelevant.lambda=0.1,0.5,1,2,5' --queue && dvc queue start
+dvc exp run -S 'methods.penalty_irrelevant.loss.0.lambda=0.1,0.5,1,2,5' --queue && dvc queue start
 dvc exp show --json > exps.json
 python -m stages.sweeps exps.json --out-dir plots/sweeps     # the CLI (not a DVC stage)
 ```
@@ -15,8 +15,10 @@ any with an `error`) are skipped: a failed experiment still shows the metrics of
 commit. The workspace row is skipped unless asked for.
 
 A parameter named `methods.*.<key>` is per method: a method's point uses its own
-`methods.<method>.<key>`, methods without that key are left out. Any other parameter is
-shared: every method gets a point. Experiments with the same parameter value are averaged.
+`methods.<method>.<key>`, or the setting `<key>` of its first loss term that has one
+(`methods.<method>.loss.<i>.<key>`: `methods.*.lambda` is each method's λ); methods without
+that key are left out. Any other parameter is shared: every method gets a point.
+Experiments with the same parameter value are averaged.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import yaml
 from pipeline import io
 from pipeline.errors import InputError
 from pipeline.report.plots import save_png, sweep_figure
+from pipeline.report.tables import EFFECTIVE, PLOTTED
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +44,8 @@ DEFAULT_PARAMS = (
     "orderings.curriculum.sigma",
     "orderings.curriculum.n_buckets",
 )
-DEFAULT_METRICS = ("MRR@10", "NFaiRR@10")
+DEFAULT_METRICS = (EFFECTIVE.column(10), PLOTTED[0].column(10))
+"""The effectiveness and first fairness axes of the trade-off plots (the metric records')."""
 SKIP_STATES = frozenset({"queued", "running", "failed"})
 
 
@@ -56,12 +60,16 @@ class Experiment:
 
 
 def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """`{"a": {"b": 1}}` → `{"a.b": 1}` (lists and scalars are leaves)."""
+    """`{"a": {"b": 1}}` → `{"a.b": 1}`; a list holding mappings (a method's loss terms) is
+    flattened by index, as `dvc exp run -S` addresses it (`methods.m.loss.0.lambda`); other
+    lists and scalars are leaves."""
     out: dict[str, Any] = {}
     for key, value in tree.items():
         path = f"{prefix}{key}"
         if isinstance(value, Mapping):
             out.update(flatten(value, path + "."))
+        elif isinstance(value, list) and any(isinstance(v, Mapping) for v in value):
+            out.update(flatten({str(i): v for i, v in enumerate(value)}, path + "."))
         else:
             out[path] = value
     return out
@@ -121,7 +129,13 @@ def experiments(doc: Sequence[Mapping[str, Any]], workspace: bool = False) -> li
 
 def _x_of(exp: Experiment, param: str, method: str) -> Any:
     if param.startswith("methods.*."):
-        return exp.params.get(f"methods.{method}.{param.removeprefix('methods.*.')}")
+        key = param.removeprefix("methods.*.")
+        own = exp.params.get(f"methods.{method}.{key}")
+        if own is not None:
+            return own
+        terms = f"methods.{method}.loss."
+        return next((v for k, v in exp.params.items()
+                     if k.startswith(terms) and k.endswith(f".{key}")), None)  # fmt: skip
     return exp.params.get(param)
 
 
@@ -208,7 +222,7 @@ def flat_frame(
             if (
                 keep
                 and _x_of(exp, param, method) is None
-                and f"methods.{method}.loss" in exp.params
+                and any(k.startswith(f"methods.{method}.loss") for k in exp.params)
             ):
                 rows.append({"method": method} | {m: values.get(m) for m in metrics})
     frame = pl.DataFrame(rows, schema=schema)

@@ -14,7 +14,7 @@ def _keys(role: str, per_cutoff: bool) -> tuple[str, ...]:
     return tuple(m.key for m in MEASURES if m.table == role and m.per_cutoff == per_cutoff)
 
 
-def _changes(keys: tuple[str, ...]) -> tuple[str, ...]:
+def change_columns(keys: Sequence[str]) -> tuple[str, ...]:
     """The % change table's columns: a signed measure's magnitude in its place (a % change of
     a signed value that may cross zero says nothing about fairness); a signed measure
     without one is left out."""
@@ -32,9 +32,15 @@ def _changes(keys: tuple[str, ...]) -> tuple[str, ...]:
 # (a) absolute values, as the curriculum paper's Tables 1-2: core columns, then extras.
 ABS_AT_K = _keys("core", True) + _keys("extra", True)
 # (b) % change vs the baseline, as the regularisation paper's Tables 1-4.
-CHANGE_AT_K = _changes(ABS_AT_K)
+CHANGE_AT_K = change_columns(ABS_AT_K)
 OVERALL = _keys("overall", False)
-CHANGE_OVERALL = _changes(OVERALL)
+CHANGE_OVERALL = change_columns(OVERALL)
+EFFECTIVE = next(m for m in MEASURES if not m.fairness and m.table == "core")
+"""The x axis of every trade-off plot: the first ``core`` effectiveness measure (MRR)."""
+PLOTTED = sorted((m for m in MEASURES if m.tradeoff), key=lambda m: m.tradeoff or (0, ""))
+"""The y axes, one trade-off plot each: the measures with ``tradeoff=(place, file stem)``."""
+SIGN_TESTED = {m.key: m.sign_test for m in MEASURES if m.sign_test}
+"""The direction table's columns (SPEC §4.9): measure key → its title, from the records."""
 DIRECTION = {m.base: m.direction for m in MEASURES}
 # Signed columns (direction →0 / →0.5): a significant difference from the baseline may be a
 # sign flip (e.g. −0.16 → +0.11), not a fairer ranking, so they carry no † (issue 14 item 7);
@@ -84,21 +90,10 @@ def markdown_table(df: pl.DataFrame, columns: Sequence[str], digits: int = 4) ->
     return "\n".join(lines)
 
 
-SATURATED = {
-    "grep-biasir": {
-        "AWRF": "every Grep-BiasIR document comes in F, M and N versions, so any ranking "
-        "exposes the three groups almost equally (AWRF@10 0.985–0.997 for every row) and "
-        "AWRF moves opposite to NFaiRR by construction: a method that ranks the neutral "
-        "version first lowers it",
-    },
-}
-"""Metrics saturated by a dataset's construction (issue 21): shown, but without †."""
-
-
-def unmark_saturated(cmp: pl.DataFrame, dataset: str) -> tuple[pl.DataFrame, str]:
-    """``cmp`` with ``significant`` false on the metrics saturated for ``dataset``, and the
-    legend's note saying why they carry no †."""
-    why = SATURATED.get(dataset, {})
+def unmark_saturated(cmp: pl.DataFrame, why: Mapping[str, str]) -> tuple[pl.DataFrame, str]:
+    """``cmp`` with ``significant`` false on the metrics a collection saturates by its
+    construction (``why``: metric base → reason, its source record's ``saturated``; issue 21),
+    and the legend's note saying why they carry no †."""
     if not why:
         return cmp, ""
     base = pl.col("metric").str.split("@").list.first()
@@ -250,7 +245,7 @@ def direction_table(cmp: pl.DataFrame, skip: Sequence[str] = ()) -> str:
     """Signed gap, male-wins (also against ½) and neutral-first per method, each with its
     difference from the baseline."""
     rows = {(r["method"], r["metric"]): r for r in cmp.iter_rows(named=True)}
-    keys = ("gap-mean", "gap-male-wins", "gap-neutral-first")
+    keys = tuple(SIGN_TESTED)
     lines = [
         "| method | signed gap | Δ | male wins | vs ½ | Δ | neutral first | Δ |",
         "|---|" + "---:|" * 7,

@@ -10,14 +10,17 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.metrics import MEASURES
 from pipeline.report.claims import findings_lines
+from pipeline.report.inputs import load_per_query
 from pipeline.report.significance import compare
-from pipeline.report.tables import comparison_table, direction_table
+from pipeline.report.tables import change_columns, comparison_table, direction_table
 
 TRANSFER = "transfer"
-TRANSFER_AT_K = ("MRR@{k}", "nDCG@{k}", "ARaB-tf@{k}", "ARaB-tf-abs@{k}", "NFaiRR@{k}",
-                 "LIWC@{k}", "AWRF@{k}")  # fmt: skip
-TRANSFER_OVERALL = ("gap-mean", "gap-abs", "gap-male-wins")
+TRANSFER_AT_K = tuple(m.key for m in MEASURES if m.transfer and m.per_cutoff)
+"""The held-out collection's per-cut-off columns: the measures whose record says
+``transfer=True``."""
+TRANSFER_OVERALL = tuple(m.key for m in MEASURES if m.transfer and not m.per_cutoff)
 
 
 def transfer_comparison(
@@ -29,8 +32,6 @@ def transfer_comparison(
     pattern = f"**/{TRANSFER}/per_query.parquet"
     if not all(next((Path(eval_dir) / m).glob(pattern), None) for m in method_names):
         return None
-    from pipeline.report.build import load_per_query
-
     per_query = {m: load_per_query(eval_dir, m, TRANSFER) for m in method_names}
     return compare(per_query, baseline, reference=reference, alpha=alpha, correction=correction)
 
@@ -45,7 +46,7 @@ def transfer_markdown(
     skip = [baseline, *reference]
     models = int(cmp["n_models"].drop_nulls().max() or 0)  # type: ignore[arg-type]
     cols = [c.format(k=k) for c in TRANSFER_AT_K]
-    change = [c.replace("ARaB-tf@", "ARaB-tf-abs@") for c in cols if "ARaB-tf@" not in c]
+    change = [c.format(k=k) for c in change_columns(TRANSFER_AT_K)]
     return "\n".join([
         "", f"## Transfer: GenderBias-QA ({n} queries, never trained on)", "",
         "Each seed's first fold model (`transfer.fold_models: first`; `all`: every fold model, "
@@ -54,7 +55,8 @@ def transfer_markdown(
         "each question (no neutral version, so no neutral-first).",
         "", comparison_table(cmp, [*cols, *TRANSFER_OVERALL]), "",
         f"### Change vs `{baseline}` (%) [95% CI, % of |{baseline}|]", "",
-        comparison_table(cmp, [*dict.fromkeys(change), "gap-abs"], change=True, skip=skip), "",
+        comparison_table(cmp, [*change, *change_columns(TRANSFER_OVERALL)], change=True,
+                         skip=skip), "",
         "### Direction", "", direction_table(cmp, skip), "",
         "### Findings (transfer; generated from the intervals, the same rules as above)", "",
         f"The unit of noise is again the trained model: {models} units per method (each "

@@ -6,9 +6,10 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 import polars as pl
@@ -22,12 +23,12 @@ if TYPE_CHECKING:  # imported where used: a module reading the data sources stay
 log = logging.getLogger(__name__)
 
 
-def _tokenize(texts: list[str]) -> list[list[str]]:
-    # English stop words ship inside bm25s (no download); no stemmer, as in Anserini's
-    # default analyser the papers' BM25 runs differ anyway (documented in the README).
-    import bm25s
+def tokenize(texts: list[str]) -> list[list[str]]:
+    """The index builder's tokens of ``texts`` as strings (bm25s's English stop words,
+    lowercase ``\\w\\w+``, no stemmer): what :func:`bm25_over_docs` indexes and matches."""
+    from bm25s.tokenization import Tokenizer
 
-    out = bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
+    out = Tokenizer(stopwords="en").tokenize(texts, return_as="string", show_progress=False)
     assert isinstance(out, list)
     return out
 
@@ -179,18 +180,14 @@ def bm25_topk(
 
     Returns `query_id, doc_id, rank, score` (rank 1 = best). Ties are broken by corpus order so
     the output is deterministic. A query whose terms match no document is returned with no
-    rows and logged; the caller decides whether that is an error.
+    rows and logged; the caller decides whether that is an error. The in-memory face of
+    :func:`bm25_over_docs` (the one index builder).
     """
     if corpus.height == 0:
         raise InputError("BM25: the corpus is empty; check the extract stage's corpus.parquet")
-    import bm25s
-
-    k = min(k, corpus.height)
-    retriever = bm25s.BM25(k1=k1, b=b)
-    retriever.index(_tokenize(corpus["text"].fill_null("").to_list()), show_progress=False)
-    tokens = _tokenize(queries["text"].to_list())
-    return top_k_frame(queries["query_id"].to_list(), tokens, SparseScorer(retriever),
-                       corpus["doc_id"], k)  # fmt: skip
+    docs = corpus.select(pl.col("doc_id").cast(pl.Utf8), pl.col("text").fill_null(""))
+    return bm25_over_docs(docs.iter_rows(), queries, min(k, corpus.height), k1, b,
+                          total=corpus.height, quiet=True)  # fmt: skip
 
 
 def top_k_frame(
@@ -221,3 +218,97 @@ def top_k_frame(
             "score": np.concatenate([v for _, v in tops] or [rows]).astype(np.float64),
         }
     )
+
+
+class PackedDocs(Sequence[list[int]]):
+    """Token ids of many documents in one int32 array with end offsets; reads as a sequence
+    of Python lists (one built on demand per access), which is what bm25s iterates."""
+
+    def __init__(self) -> None:
+        self._buf = array("i")
+        self._ends = array("q")
+        self._flat = np.zeros(0, dtype=np.int32)
+
+    def append(self, ids: Sequence[int]) -> None:
+        self._buf.extend(ids)
+        self._ends.append(len(self._buf))
+
+    def freeze(self) -> PackedDocs:
+        """Stop appending; reading starts (the buffer is shared, not copied)."""
+        self._flat = np.frombuffer(self._buf, dtype=np.int32) if self._buf else self._flat
+        return self
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def _span(self, i: int) -> tuple[int, int]:
+        return (self._ends[i - 1] if i else 0), self._ends[i]
+
+    @overload
+    def __getitem__(self, i: int) -> list[int]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[list[int]]: ...
+    def __getitem__(self, i: int | slice) -> list[int] | list[list[int]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        start, end = self._span(i)
+        out: list[int] = self._flat[start:end].tolist()
+        return out
+
+    def __iter__(self) -> Iterator[list[int]]:
+        start = 0
+        for end in self._ends:
+            yield self._flat[start:end].tolist()
+            start = end
+
+
+def bm25_over_docs(
+    docs: Iterable[tuple[str, str]],
+    queries: pl.DataFrame,
+    k: int,
+    k1: float = 0.9,
+    b: float = 0.4,
+    total: int | None = None,
+    quiet: bool = False,
+) -> pl.DataFrame:
+    """Top-`k` bm25s documents per query of a streamed collection `(doc_id, text)`:
+    `query_id, doc_id, rank, score`, ties in collection order, no rows for a query matching
+    nothing. The project's one BM25 index builder (the candidates, Grep-BiasIR's sampled
+    negatives, the transfer collection, MS MARCO): tokens are bm25s's English stop words,
+    lowercase `\\w\\w+`, no stemmer (as Anserini's default analyser, the papers' BM25 runs
+    differ anyway: README). Texts are never held; token ids are packed into one int32 array
+    (:class:`PackedDocs`: 4 bytes a token; Python int lists took ~2 KB a passage, ~18 GB for
+    MS MARCO's 8.8M). ``quiet``: no progress bar (a small in-memory corpus).
+    """
+    import bm25s
+    from bm25s.tokenization import Tokenizer
+
+    tokenizer = Tokenizer(stopwords="en")
+    doc_ids: list[str] = []
+
+    def texts() -> Iterator[str]:
+        for doc_id, text in progress(
+            docs, total=total, desc="bm25 index", unit="doc", mininterval=5, disable=quiet
+        ):
+            doc_ids.append(doc_id)
+            yield text or ""
+
+    packed = PackedDocs()
+    for ids in tokenizer.tokenize(texts(), return_as="stream"):
+        packed.append(ids)
+    tokens = tokenizer.to_tokenized_tuple(packed.freeze())
+    if not doc_ids:
+        raise InputError("BM25: the collection is empty; expected at least one document")
+    retriever = bm25s.BM25(k1=k1, b=b)
+    retriever.index(tokens, show_progress=False)
+    qtok = tokenizer.tokenize(
+        queries["text"].to_list(), update_vocab=False, return_as="string", show_progress=False
+    )
+    # unknown words (bm25s maps them to '') are dropped first
+    words = [[w for w in ws if w] for ws in qtok]
+    qids = [str(q) for q in queries["query_id"]]
+    return top_k_frame(qids, words, SparseScorer(retriever), pl.Series(doc_ids), k)

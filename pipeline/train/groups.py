@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from pipeline.errors import InputError
-from pipeline.schemas import PSI_SOURCE, TRIPLE_COLUMNS
+from pipeline.schemas import GROUPS, PSI_SOURCE, TRIPLE_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,13 @@ def make_groups(triples: pl.DataFrame, group_size: int) -> tuple[list[str], list
     return qids, docs
 
 
-def doc_bias(doc_scores: pl.DataFrame, psi_column: str) -> dict[str, dict[str, float]]:
-    """``{"psi": Ψ by doc_id, "zeta": ζ by doc_id}``, Ψ = ``|doc_scores[PSI_SOURCE[psi]]|``."""
+def doc_bias(
+    doc_scores: pl.DataFrame, psi_column: str, groups: pl.DataFrame | None = None
+) -> dict[str, dict[str, float]]:
+    """``{"psi": Ψ by doc_id, "zeta": ζ by doc_id}``, Ψ = ``|doc_scores[PSI_SOURCE[psi]]|``,
+    and with the corpus's ``groups`` (``doc_id, group``) ``"version"``: each document's
+    F/M/N version as its index in ``pipeline.schemas.GROUPS`` (F 0, M 1, N 2), −1 where it
+    has no single one (``both``, unlabelled): what counterfactual loss terms compare."""
     if psi_column not in PSI_SOURCE:
         raise InputError(f"unknown psi {psi_column!r}; known: {sorted(PSI_SOURCE)}")
     col = PSI_SOURCE[psi_column]
@@ -77,7 +82,12 @@ def doc_bias(doc_scores: pl.DataFrame, psi_column: str) -> dict[str, dict[str, f
     ids = doc_scores["doc_id"].cast(pl.String).to_list()
     psi = doc_scores[col].cast(pl.Float64).abs().to_list()
     zeta = doc_scores["neutrality"].cast(pl.Float64).to_list()
-    return {"psi": dict(zip(ids, psi, strict=True)), "zeta": dict(zip(ids, zeta, strict=True))}
+    out = {"psi": dict(zip(ids, psi, strict=True)), "zeta": dict(zip(ids, zeta, strict=True))}
+    if groups is not None:
+        codes = {g: float(i) for i, g in enumerate(GROUPS)}
+        known = {d: codes.get(g, -1.0) for d, g in groups.select("doc_id", "group").iter_rows()}
+        out["version"] = {d: known.get(d, -1.0) for d in ids}
+    return out
 
 
 def prepare_groups(
@@ -127,11 +137,16 @@ def pair_batch(
 ) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
     """Flatten the groups ``idx`` (scores ``[len(idx), group_size]``) into their pairs:
     ``(s_pos [P], s_neg [P], batch)`` with ``group``/``slot`` (which group, which negative)
-    for listwise losses and ``<name>_pos``/``<name>_neg`` per pair for the tensors a loss
-    ``needs`` (its record's batch keys; ``None``: every tensor of ``groups``)."""
+    for listwise losses, ``query`` (which of the batch's queries, numbered in order of first
+    appearance: the versions of a document are the positives of one query's groups) and
+    ``<name>_pos``/``<name>_neg`` per pair for the tensors a loss ``needs`` (its record's
+    batch keys; ``None``: every tensor of ``groups``)."""
     mask = groups.mask[idx].to(scores.device)
     g, j = mask[:, 1:].nonzero(as_tuple=True)
-    batch = {"group": g, "slot": j}
+    qids = [groups.qids[i] for i in idx]
+    number = {q: n for n, q in enumerate(dict.fromkeys(qids))}
+    query = torch.tensor([number[q] for q in qids], dtype=torch.long, device=scores.device)
+    batch = {"group": g, "slot": j, "query": query[g]}
     names = set(groups.bias) if needs is None else base_names(needs)
     missing = names - set(groups.bias)
     if missing:

@@ -9,51 +9,23 @@ and the value; the step restarts at 1 for each fold) and ``dvclive/<method>/metr
 holds each run's last values plus ``loss``, the mean final loss over runs. DVCLive is opened
 with ``dvcyaml=None``: its default would rewrite dvc.yaml, which declares these files itself.
 
-Any code that runs inside a training step can log more named values with :func:`record`
-(e.g. an adversary's accuracy, a weak learner's effectiveness): they are averaged over the
-same window as the loss and written next to it as ``<run>/<name>.tsv``. Outside training
-:func:`record` does nothing.
+Any code that runs inside a training step can log more named values with
+:func:`pipeline.progress.record` (e.g. an adversary's accuracy, a weak learner's
+effectiveness): they are averaged over the same window as the loss and written next to it as
+``<run>/<name>.tsv``. Outside training :func:`record` does nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import statistics
-from collections.abc import Callable, Iterator, Mapping
-from contextvars import ContextVar
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-StepSink = Callable[[int, Mapping[str, float]], None]
+from pipeline.progress import StepSink, collecting, record
 
-_VALUES: ContextVar[dict[str, list[float]] | None] = ContextVar("train_values", default=None)
-
-
-def record(name: str, value: float) -> None:
-    """Log ``value`` under ``name`` for the current training step (a no-op outside one)."""
-    values = _VALUES.get()
-    if values is not None:
-        values.setdefault(name, []).append(float(value))
-
-
-@contextlib.contextmanager
-def collecting(log: StepSink | None) -> Iterator[StepSink | None]:
-    """Inside the block, :func:`record` collects values; the sink yielded passes each curve
-    row to ``log`` with the means of the values recorded since the previous row."""
-    values: dict[str, list[float]] = {}
-    token = _VALUES.set(values)
-
-    def sink(step: int, row: Mapping[str, float]) -> None:
-        assert log is not None
-        means = {k: statistics.fmean(v) for k, v in values.items() if v}
-        values.clear()
-        log(step, {**row, **means})
-
-    try:
-        yield sink if log else None
-    finally:
-        _VALUES.reset(token)
+__all__ = ["StepSink", "TrainLog", "collecting", "record"]
 
 
 class TrainLog:

@@ -3,7 +3,7 @@
 The groups are read in the order given (an upstream ordering stage shuffles or orders the
 triples); each step scores the documents of ``batch_size`` groups in one forward pass (each
 distinct text encoded once, dynamic padding), applies the method's loss (only the tensors
-its record ``needs``) plus any trainable loss terms (``pipeline.train.terms``: AdvBERT's
+its record ``needs``) plus any trainable loss terms (``pipeline.train.losses._terms``: AdvBERT's
 adversary), AdamW and a linear warm-up/decay schedule. Runs are deterministic on CPU for a
 fixed seed. With ``checkpoint_dir`` a run saves checkpoints and resumes from them
 (``pipeline.train.checkpoint``: a resumed CPU run ends with the same weights as an
@@ -44,7 +44,7 @@ from pipeline.train.config import TrainConfig
 from pipeline.train.distributed import Rank
 from pipeline.train.groups import Groups, base_names, doc_bias, pair_batch, prepare_groups
 from pipeline.train.losses import Objective, add_term, get_record, score_value
-from pipeline.train.terms import LossTerm
+from pipeline.train.losses._terms import LossTerm
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ def train_model(
         return _curve(rows)
     distributed.check_world(cfg.devices, cfg.batch_size, rank)
     device = distributed.rank_device(cfg.device, rank)
-    needs = tuple(k for r, _ in records if r.fn is not None for k in r.needs)
+    needs = tuple(k for r, c in records if r.fn is not None for k in r.needs_of(c))
     run = _Run(model, groups, objective, device, rank, needs,
                _Trainable(model, terms), [r.scale(c) for r, c in trainable])  # fmt: skip
     label = "+".join(name for name, _ in objective)
@@ -166,9 +166,9 @@ def train_model(
 def objective_needs(objective: Objective) -> set[str]:
     """The per-document tensors (``psi``, ``zeta``) the terms of ``objective`` read: what
     the training groups must carry."""
-    records = [get_record(name) for name, _ in objective]
-    names = base_names([k for r in records if r.fn is not None for k in r.needs])
-    return names.union(*(r.needs for r in records if r.term is not None))
+    records = [(get_record(name), cfg) for name, cfg in objective]
+    names = base_names([k for r, c in records if r.fn is not None for k in r.needs_of(c)])
+    return names.union(*(r.needs for r, _ in records if r.term is not None))
 
 
 def _pairs_frame(groups: Groups) -> pl.DataFrame:

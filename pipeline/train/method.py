@@ -71,6 +71,7 @@ class MethodContext:
     out: Path
     features: Mapping[Key, Tensor]
     transfer: pl.DataFrame | None = None
+    groups: pl.DataFrame | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +109,7 @@ def train_method(
     train_log: TrainLog | None = None,
     candidates: pl.DataFrame | None = None,
     transfer: pl.DataFrame | None = None,
+    groups: pl.DataFrame | None = None,
 ) -> Trained:
     """Train ``method`` for every seed and fold into ``out``; the mean training curve and,
     for methods with a ``prepare`` term (EqualizeIR) given the test ``candidates``, each seed
@@ -120,7 +122,9 @@ def train_method(
     :class:`SeedRuns`.
 
     ``features``: precomputed frozen-bottom states of the texts (the ``features`` stage).
-    ``train_log``: the method's DVCLive log; each model logs as ``[seed-<n>/]fold-<k>``."""
+    ``train_log``: the method's DVCLive log; each model logs as ``[seed-<n>/]fold-<k>``.
+    ``groups``: the corpus's ``doc_id, group`` (F/M/N), the documents' versions that
+    counterfactual loss terms read (``version_pos``/``version_neg``)."""
     jobs = []
     for seed, sub in params.train.seed_runs():
         folds = folds_of(ordered, seed if sub else None)
@@ -131,7 +135,8 @@ def train_method(
             jobs.append(Job(seed, sub, fold, triples, test, moved))
         if candidates is not None:
             _check_folds(candidates, [fold for fold, _ in folds])
-    context = MethodContext(params, method, texts, doc_scores, out, features or {}, transfer)
+    context = MethodContext(params, method, texts, doc_scores, out, features or {}, transfer,
+                            groups)  # fmt: skip
     results = run_jobs(train_job, context, jobs, workers_for(params), params.train.threads,
                        train_log.run if train_log else None)  # fmt: skip
     curves = [r.curve.with_columns(pl.lit(j.seed).alias("seed"), pl.lit(j.fold).alias("fold"))
@@ -175,7 +180,8 @@ def train_job(ctx: MethodContext, job: Job, sink: StepSink | None) -> Result:
         ranker.preload(ctx.features)
     with clock("groups"):
         needs = objective_needs(m.terms)
-        bias = {k: v for k, v in doc_bias(ctx.doc_scores, m.psi).items() if k in needs}
+        bias = doc_bias(ctx.doc_scores, m.psi, ctx.groups)
+        bias = {k: v for k, v in bias.items() if k in needs}
         cfg = dataclasses.replace(params.train, seed=job.seed)
         groups = prepare_groups(job.triples, cfg.group_size, bias, pairs or None)
     every = params.train.checkpoint_every

@@ -173,7 +173,7 @@ def test_out_of_range_or_ill_typed_param_names_the_key(
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("awrf_target", "bogus", r"'evaluate\.awrf_target'.*'bogus'.*'uniform', 'relevant'"),
+        ("awrf", {"target": "bogus"}, r"'evaluate\.awrf\.target'.*'bogus'.*'uniform', 'relevant'"),
         ("cutoffs", [0], r"'evaluate\.cutoffs': \[0\] is out of range"),
     ],
 )

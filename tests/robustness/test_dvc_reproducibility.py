@@ -119,11 +119,11 @@ def test_failed_stage_loses_nothing_and_repro_resumes_there(
     shutil.copytree(fresh_repo, repo)
     lock_before = yaml.safe_load((repo / "dvc.lock").read_text())["stages"]
     files_before = _digests(repo, ("data", "models", "runs", "metrics"))
-    target = yaml.safe_load((repo / "params.yaml").read_text())["evaluate"]["awrf_target"]
-    _set_param(repo, "evaluate", "awrf_target", "bogus")  # read by the evaluate stages only
+    target = yaml.safe_load((repo / "params.yaml").read_text())["evaluate"]["awrf"]
+    _set_param(repo, "evaluate", "awrf", {**target, "target": "bogus"})  # evaluate stages only
     failed = dvc(repo, "repro", check=False)
     assert failed.returncode != 0
-    assert "awrf_target" in failed.stderr and "'bogus'" in failed.stderr, failed.stderr
+    assert "evaluate.awrf.target" in failed.stderr and "'bogus'" in failed.stderr, failed.stderr
     ran = _ran(failed.stdout)
     assert ran and all(s.startswith("evaluate") for s in ran), failed.stdout
     broken = ran[-1]
@@ -131,7 +131,7 @@ def test_failed_stage_loses_nothing_and_repro_resumes_there(
     assert lock_after == lock_before  # a failed stage writes no lock entry
     after = _digests(repo, ("data", "models", "runs"))
     assert after == {k: v for k, v in files_before.items() if not k.startswith("metrics/")}
-    _set_param(repo, "evaluate", "awrf_target", target)
+    _set_param(repo, "evaluate", "awrf", target)
     fixed = dvc(repo, "repro")
     # only the failed stage is redone; its lock entry still matches, so DVC restores its
     # outputs from the cache instead of recomputing them

@@ -72,7 +72,7 @@ def evaluations(draw: st.DrawFn) -> dict[str, pl.DataFrame]:
 
 def _evaluate(family: str, tables: dict[str, Any]) -> pl.DataFrame | None:
     try:
-        return METRICS[family].fn(EvalInputs(**tables), CUTOFFS)
+        return METRICS[family].run(EvalInputs(**tables), CUTOFFS)
     except MissingInputError:
         return None
 

@@ -63,7 +63,7 @@ def test_a_new_ordering_is_one_file_and_params(tiny_repo: Path, tmp_path: Path, 
     params["orderings"]["by_psi"] = {"descending": True}
     params["methods"]["most_biased_first"] = {
         "ordering": "by_psi",
-        "loss": "margin",
+        "loss": ["margin"],
         "psi": "tf_abs",
     }
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

@@ -1,6 +1,8 @@
 """Loss configs for tests: params-style keys, required keys filled with an example value
 read from their annotation (so a new loss term with a new required key is covered by the
-registry-wide tests at once)."""
+registry-wide tests at once). The papers' variant names (``penalty_relevant``,
+``pointwise_reward_both``) stand for the term with its ``docs`` setting
+(``penalty`` with ``docs: relevant``)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,23 @@ from torch import Tensor
 
 from pipeline.config import ParamsError, Range, hints, key_of, required
 from pipeline.train.losses import get_record, make_config
+from pipeline.train.losses.regularised import FORMS, KINDS, SIDES
+
+VARIANTS = {
+    f"{prefix}{kind}_{side}": (f"{prefix}{kind}", side)
+    for prefix, *_ in FORMS.values()
+    for kind in KINDS
+    for side in SIDES
+}
+"""A paper's variant name → (its loss term, its ``docs``)."""
+
+
+def term(name: str, values: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """``(loss term, its settings)`` of a term or variant name with ``values``."""
+    if name in VARIANTS:
+        base, side = VARIANTS[name]
+        return base, {"docs": side, **(values or {})}
+    return name, dict(values or {})
 
 
 def example(tp: Any) -> Any:
@@ -38,9 +57,9 @@ def example(tp: Any) -> Any:
 def config(name: str, values: Mapping[str, Any] | None = None) -> Any:
     """Loss ``name``'s config from ``values``; keys that are required (by their field or by
     a rule of the config) and not given get an example value."""
+    name, given = term(name, values)
     cls = get_record(name).config
     types = {key_of(k): v for k, v in hints(cls).items()}
-    given = dict(values or {})
     filled = {k: example(types[k]) for k in required(cls) if k not in given}
     for _ in types:
         try:
@@ -54,8 +73,8 @@ def config(name: str, values: Mapping[str, Any] | None = None) -> Any:
 
 
 def loss(name: str) -> Callable[[Tensor, Tensor, Mapping[str, Tensor], Mapping[str, Any]], Tensor]:
-    """Score term ``name`` taking params-style keys, as the tests write them."""
-    fn = get_record(name).fn
+    """Score term ``name`` (or variant) taking params-style keys, as the tests write them."""
+    fn = get_record(term(name)[0]).fn
     assert fn is not None
 
     def call(s_pos: Tensor, s_neg: Tensor, batch: Mapping[str, Tensor], params: Any) -> Tensor:

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import torch
 
-from pipeline.train.adversary import (
+from pipeline.train.losses import get_record
+from pipeline.train.losses._adversary import (
     AdversaryHead,
     AdversaryTerm,
     adversarial_loss,
@@ -16,7 +17,6 @@ from pipeline.train.adversary import (
     grad_reverse,
     protected_labels,
 )
-from pipeline.train.losses import get_record
 from pipeline.train.losses.adversary import AdversaryConfig
 from tests.unit.tiny_rankers import ARCHS, tiny_ranker
 

@@ -111,6 +111,12 @@ def test_without_msmarco_data_every_row_is_skipped_with_a_reason(tiny: dict) -> 
     other = pl.DataFrame({"query_id": ["1"], "doc_id": ["x"], "relevance": [1]})
     published = load_published().filter(pl.col("run") == RUN)
     out = audit_edbt2022(other, tiny["doc_scores"], published, {RUN: tiny["run"]})
+    # qrels of another collection (the default's Grep-BiasIR): decided from the data, not
+    # from dataset.name; a skipped row used no lexicon
+    assert out["status"][0].startswith("skipped: no MS MARCO dev qrels")
+    assert out["lexicon"].to_list() == [""] * out.height
+    unjudged = tiny["qrels"].with_columns(pl.lit(0).alias("relevance"))
+    out = audit_edbt2022(unjudged, tiny["doc_scores"], published, {RUN: tiny["run"]})
     assert out["status"][0] == "skipped: the qrels judge none of the run's 2 queries"
     out = audit_edbt2022(tiny["qrels"], tiny["doc_scores"].head(0), published, {RUN: tiny["run"]})
     assert out["status"][0].startswith("skipped: no text for any of the run's")

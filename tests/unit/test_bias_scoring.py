@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from benchmarks.naive_scoring import score_documents_naive
 from pipeline.bias.lexicon import (
     REPRESENTATIVE_PATH,
     SPECIFIC_PATH,
@@ -19,7 +20,7 @@ from pipeline.bias.lexicon import (
     default_lexicon,
     load_wordlist,
 )
-from pipeline.bias.scoring import SCORE_SCHEMA, score_documents, score_documents_naive, zeta
+from pipeline.bias.scoring import SCORE_SCHEMA, score_documents, zeta
 
 SPECIFIC = load_wordlist(SPECIFIC_PATH)
 REPRESENTATIVE = load_wordlist(REPRESENTATIVE_PATH)

@@ -110,7 +110,7 @@ def test_sparse_scorer_equals_bm25s_dense_scores_and_their_top_k() -> None:
     import bm25s
     import numpy as np
 
-    from pipeline.retrieval.bm25 import SparseScorer, _tokenize, top_k_order
+    from pipeline.retrieval.bm25 import SparseScorer, tokenize, top_k_order
 
     gen = np.random.default_rng(3)
     words = [f"w{i}" for i in range(40)]
@@ -118,7 +118,7 @@ def test_sparse_scorer_equals_bm25s_dense_scores_and_their_top_k() -> None:
     texts = [" ".join(gen.choice(words, size=gen.integers(1, 30), p=p / p.sum()))
              for _ in range(300)]  # fmt: skip
     retriever = bm25s.BM25(k1=0.9, b=0.4)
-    retriever.index(_tokenize(texts), show_progress=False)
+    retriever.index(tokenize(texts), show_progress=False)
     scorer = SparseScorer(retriever, threads=2)
     queries = [["w0"], ["w3", "w3", "w7"], ["w39", "unknown"], ["unknown"], [],
                *(list(gen.choice(words, size=gen.integers(1, 8))) for _ in range(600))]  # fmt: skip

@@ -37,7 +37,7 @@ from pipeline.data.msmarco import (
     select_rows,
     write_triples,
 )
-from pipeline.retrieval.bm25 import bm25_topk
+from pipeline.retrieval.bm25 import PackedDocs, bm25_over_docs, bm25_topk
 from tests.conftest import Miniature, NoNetwork
 from tests.unit.irds_fakes import FakeDataset, loader, pairs, train_queries
 
@@ -155,7 +155,7 @@ def test_bm25_candidates_over_the_collection_match_bm25_topk(
     words = ["women career", "men nursing jobs", "salary of a nurse", "engineer", "his", "career"]
     docs = [GenericDoc(f"d{i}", f"{words[i % 6]} {words[(i * 7) % 6]} text {i}") for i in range(40)]
     queries = pl.DataFrame({"query_id": ["a", "b", "c"], "text": ["nurse salary", "career", "zzz"]})
-    ours = irds.bm25_over_docs(((d.doc_id, d.text) for d in docs), queries, k=7)
+    ours = bm25_over_docs(((d.doc_id, d.text) for d in docs), queries, k=7)
     corpus = pl.DataFrame({"doc_id": [d.doc_id for d in docs], "text": [d.text for d in docs]})
     ref = bm25_topk(corpus, queries, k=7)
     assert ours.select("query_id", "doc_id", "rank").equals(
@@ -322,7 +322,7 @@ def test_packed_token_ids_read_as_the_lists_and_index_the_same() -> None:
     import bm25s
 
     docs = [[3, 1, 4], [], [1, 5, 9, 2, 6], [5]]
-    packed = irds.PackedDocs()
+    packed = PackedDocs()
     for ids in docs:
         packed.append(ids)
     packed.freeze()

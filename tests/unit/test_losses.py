@@ -135,33 +135,38 @@ def test_every_loss_is_finite_differentiable_and_margin_at_lambda_zero(name: str
 
 
 def test_unknown_loss_lists_known_ones() -> None:
-    with pytest.raises(ValueError, match=r"unknown loss 'x'; known: \[.*'margin', .*'penalty_bo"):
+    with pytest.raises(ValueError, match=r"unknown loss 'x'; known: \[.*'margin', .*'penalty'"):
         get_record("x")
 
 
 def test_unknown_loss_suggests_the_closest_name() -> None:
-    with pytest.raises(ValueError, match=r"did you mean 'penalty_relevant'\?"):
-        get_record("penalty_relevent")
+    with pytest.raises(ValueError, match=r"did you mean 'penalty'\?"):
+        get_record("penalti")
 
 
-def test_regularised_table_is_every_form_kind_side() -> None:
-    names = {f"{form[0]}{k}_{s}" for form in FORMS.values() for k in KINDS for s in SIDES}
-    assert len(names) == len(FORMS) * len(KINDS) * len(SIDES) and names <= set(LOSSES)
-    assert get_record("pointwise_reward_both").needs == ("zeta_pos", "zeta_neg")
-    assert get_record("penalty_irrelevant").needs == ("psi_neg",)
-    assert "margin" in {f.name for f in dataclasses.fields(get_record("penalty_both").config)}
+def test_regularised_table_is_every_form_and_kind_with_docs_a_setting() -> None:
+    names = {f"{form[0]}{k}" for form in FORMS.values() for k in KINDS}
+    assert len(names) == len(FORMS) * len(KINDS) and names <= set(LOSSES)
+    reward = get_record("pointwise_reward")
+    assert reward.needs_of(config("pointwise_reward_both")) == ("zeta_pos", "zeta_neg")
+    assert get_record("penalty").needs_of(config("penalty_irrelevant")) == ("psi_neg",)
+    assert get_record("penalty").needs_of(config("penalty_relevant")) == ("psi_pos",)
+    assert "margin" in {f.name for f in dataclasses.fields(get_record("penalty").config)}
     assert "margin" not in {
-        f.name for f in dataclasses.fields(get_record("pointwise_penalty_both").config)
+        f.name for f in dataclasses.fields(get_record("pointwise_penalty").config)
     }
+    assert set(SIDES) == {"relevant", "irrelevant", "both"}
 
 
 def test_lambda_is_required_and_per_side_only_where_both_sides_are() -> None:
-    with pytest.raises(ParamsError, match=r"\.lambda' is required by loss 'penalty_relevant'"):
-        make_config("penalty_relevant", {})
-    with pytest.raises(ParamsError, match=r"'loss penalty_relevant\.lambda_neg' is unknown"):
-        make_config("penalty_relevant", {"lambda": 1.0, "lambda_neg": 1.0})
+    with pytest.raises(ParamsError, match=r"'loss penalty\.lambda' is required"):
+        make_config("penalty", {"docs": "relevant"})
+    with pytest.raises(ParamsError, match=r"'loss penalty\.lambda_neg': a per-side λ needs"):
+        make_config("penalty", {"docs": "relevant", "lambda": 1.0, "lambda_neg": 1.0})
     with pytest.raises(ParamsError, match=r"\.lambda' is required \(or both 'lambda_pos'"):
-        make_config("reward_both", {"lambda_pos": 1.0})
+        make_config("reward", {"docs": "both", "lambda_pos": 1.0})
+    with pytest.raises(ParamsError, match=r"'loss penalty\.docs' is required"):
+        make_config("penalty", {"lambda": 1.0})
     both = config("reward_both", {"lambda_pos": 1.0, "lambda_neg": 0.0})
     assert (both.lambda_pos, both.lambda_neg) == (1.0, 0.0)
 

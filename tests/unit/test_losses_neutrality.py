@@ -151,7 +151,7 @@ def test_training_groups_reach_neutrality_kl_as_lists_of_group_size(
     terms = (("margin", MarginConfig()), ("neutrality_kl", NeutralityConfig(0.5)))
     loop.train_model(tiny_ranker(), groups, terms, cfg)
     (batch,) = seen
-    assert set(batch) == {"group", "slot", "zeta_pos", "zeta_neg"}  # only what the loss needs
+    assert set(batch) == {"group", "slot", "query", "zeta_pos", "zeta_neg"}  # what the loss needs
     assert batch["group"].tolist() == [0, 0, 0, 1, 1, 1]
     assert batch["slot"].tolist() == [0, 1, 2, 0, 1, 2]
     zeta = doc_bias(DOC_SCORES, "bool_abs")["zeta"]

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from pipeline.metrics import EvalInputs
-from pipeline.metrics.awrf import FALLBACK, UNGROUPED, awrf
+from pipeline.metrics.awrf import FALLBACK, UNGROUPED, AwrfConfig, awrf
 from pipeline.metrics.suite import evaluate
 
 SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64, "rank": pl.Int64}
@@ -61,8 +61,8 @@ def test_awrf_hand_computed_jsd() -> None:
 
 
 def test_awrf_relevant_target_and_ndcg_product() -> None:
-    ctx = EvalInputs(RUN, qrels=QRELS, doc_groups=GROUPS, awrf_target="relevant")
-    out = awrf(ctx, (10,))
+    ctx = EvalInputs(RUN, qrels=QRELS, doc_groups=GROUPS)
+    out = awrf(ctx, (10,), AwrfConfig(target="relevant"))
     background = [2 / 3, 1 / 3]  # corpus-wide: two F documents, one M
     target_q2 = [0.5 * 0 + 0.5 * background[0], 0.5 * 1 + 0.5 * background[1]]  # m1 relevant
     w = [1, 1, 1 / log2(3)]

@@ -8,9 +8,11 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pipeline.config import ParamsError
 from pipeline.metrics import METRICS, EvalInputs
-from pipeline.metrics.awrf import awrf
+from pipeline.metrics.awrf import AwrfConfig, AwrfTarget, awrf
 from pipeline.metrics.exposure import (
+    ExposureConfig,
     expected_exposure,
     exposure,
     exposure_scores,
@@ -19,8 +21,8 @@ from pipeline.metrics.exposure import (
     standardise,
     system_exposure,
 )
-from pipeline.metrics.inputs import AwrfTarget, intersect, one_hot
-from pipeline.metrics.ties import fair_discount
+from pipeline.metrics.inputs import intersect, one_hot
+from pipeline.ties import fair_discount
 
 D3 = 1 / math.log2(3)  # discount at rank 3; ranks 1 and 2 both discount 1
 RUN = pl.DataFrame(
@@ -80,7 +82,7 @@ def test_awrf_multi_dimensional_uniform_and_relevant_targets_by_hand() -> None:
     # relevant target: a's vector mixed 50/50 with the mean vector of a, b, c
     rel = np.array([0.5, 0.5, 0, 0])
     background = np.array([0.5, 0.5, 1, 1]) / 3
-    out = awrf(EvalInputs(RUN, QRELS, alignments=align, awrf_target="relevant"), (1, 3))
+    out = awrf(EvalInputs(RUN, QRELS, alignments=align), (1, 3), AwrfConfig(target="relevant"))
     assert out["AWRF@3"][0] == pytest.approx(1 - jsd(p, 0.5 * rel + 0.5 * background))
     assert out["AWRF@1"][0] == pytest.approx(1 - jsd(rel, 0.5 * rel + 0.5 * background))
     assert out["awrf_skipped@1"][0] == 0
@@ -90,9 +92,10 @@ def test_awrf_of_labels_is_awrf_of_their_one_hot_alignments() -> None:
     groups = pl.DataFrame({"doc_id": ["a", "b", "c", "d"], "group": ["F", "M", "F", "N"]})
     targets: tuple[AwrfTarget, ...] = ("uniform", "relevant")
     for target in targets:
-        ref = awrf(EvalInputs(RUN, QRELS, doc_groups=groups, awrf_target=target), (2, 3))
-        ctx = EvalInputs(RUN, QRELS, alignments=one_hot(groups), awrf_target=target)
-        assert awrf(ctx, (2, 3)).equals(ref), target
+        cfg = AwrfConfig(target=target)
+        ref = awrf(EvalInputs(RUN, QRELS, doc_groups=groups), (2, 3), cfg)
+        ctx = EvalInputs(RUN, QRELS, alignments=one_hot(groups))
+        assert awrf(ctx, (2, 3), cfg).equals(ref), target
 
 
 def test_plackett_luce_is_seeded_and_has_the_right_first_position_law() -> None:
@@ -199,13 +202,13 @@ def test_expected_exposure_ignores_positive_affine_maps_of_the_scores(a: float, 
     assert uniform["EE-D@20"][0] == pytest.approx(first["EE-D@20"][2], abs=1e-12)
 
 
-def test_exposure_temperature_is_read_from_the_inputs() -> None:
+def test_exposure_temperature_is_the_records_own_setting() -> None:
     run, qrels, groups = _many_queries()
-    base = exposure(EvalInputs(run, qrels, doc_groups=groups), (10,))
-    explicit = exposure(EvalInputs(run, qrels, doc_groups=groups, exposure_temperature=1.0), (10,))
-    assert base.equals(explicit)
-    sharp = exposure(EvalInputs(run, qrels, doc_groups=groups, exposure_temperature=0.2), (10,))
+    ctx = EvalInputs(run, qrels, doc_groups=groups)
+    base = exposure(ctx, (10,))
+    assert base.equals(exposure(ctx, (10,), ExposureConfig(temperature=1.0)))
+    sharp = exposure(ctx, (10,), ExposureConfig(temperature=0.2))
     # a colder policy concentrates exposure on the top documents: larger EE-D (s·s)
     assert (sharp["EE-D@20"].head(2) > base["EE-D@20"].head(2)).all()
-    with pytest.raises(ValueError, match="exposure_temperature must be a finite number > 0"):
-        EvalInputs(run, qrels, exposure_temperature=0.0)
+    with pytest.raises(ParamsError, match=r"'temperature': 0\.0 is out of range \(0, ∞\]"):
+        ExposureConfig(temperature=0.0)

@@ -58,5 +58,7 @@ def test_ids_are_cast_to_strings() -> None:
 
 
 def test_unknown_awrf_target_rejected() -> None:
-    with pytest.raises(ValueError, match="awrf_target must be 'uniform' or 'relevant', got 'x'"):
-        EvalInputs(run([("q1", "a", 1.0, 1)]), awrf_target="x")  # type: ignore[arg-type]
+    from pipeline.metrics.awrf import AwrfConfig
+
+    with pytest.raises(ValueError, match=r"'target': unknown value 'x'; known: \['uniform', 'rel"):
+        AwrfConfig(target="x")  # type: ignore[arg-type]

@@ -16,8 +16,8 @@ from pipeline.metrics.arab import arab
 from pipeline.metrics.counterfactual import SKIPPED, counterfactual
 from pipeline.metrics.nfairr import nfairr
 from pipeline.metrics.suite import evaluate
-from pipeline.metrics.ties import BLOCK, arab_weight, identity_rank, tie_averaged
 from pipeline.retrieval.bm25 import bm25_topk
+from pipeline.ties import BLOCK, arab_weight, identity_rank, tie_averaged
 
 SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64, "rank": pl.Int64}
 FAIRNESS = ("arab", "nfairr", "liwc", "awrf", "counterfactual", "exposure")

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _project(root: Path) -> None:
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["dataset"]["grep_biasir"] |= {"folds": 2, "max_queries": 8}
-    params["methods"]["penalty_relevant"]["lambda"] = 0.25
+    params["methods"]["penalty_relevant"]["loss"][0]["lambda"] = 0.25
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     (root / "data").mkdir()
     queries = {"query_id": [str(i) for i in range(8)], "fold": [0, 0, 0, 1, 1, 1, 1, 1]}
@@ -44,7 +44,7 @@ def test_exported_card_describes_its_model(tmp_path: Path) -> None:
     text = (out / "README.md").read_text()
     training = text.split("## Training")[1].split("##")[0]
     assert "ordering: shuffle" in training and "by_query: True" in training
-    assert "loss: penalty_relevant" in training and "lambda: 0.25" in training
+    assert "loss: penalty (docs: relevant, lambda: 0.25, margin: 1.0), psi: bool_abs" in training
     assert "`grep-biasir` (`dataset.grep_biasir.max_queries: 8`)" in training
     assert "fold 1 of 2" in training and "trained on 3 queries, tested on 5" in training
     evaluation = text.split("## Evaluation")[1].split("## Bias")[0]

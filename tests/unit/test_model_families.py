@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from pipeline.config import fields
+from pipeline.models import MODELS
 from pipeline.models.base import Ranker
-from pipeline.models.registry import MODELS, load_ranker
+from pipeline.models.registry import load_ranker
 from pipeline.rerank import rerank
 from pipeline.train.groups import doc_bias, prepare_groups
 from pipeline.train.loop import TrainConfig, train_model
@@ -26,6 +27,7 @@ from tests.unit.tiny_rankers import (
     CANDIDATES,
     DOC_SCORES,
     DOCS,
+    GROUPS,
     QUERIES,
     TRIPLES,
     candidates,
@@ -73,7 +75,8 @@ def test_family_trains_saves_reloads_and_reranks(arch: str, method: str, tmp_pat
         for n in names
     )
     terms = [record.term(ranker.repr_dim, objective[-1][1], 0)] if record.term else []
-    groups = prepare_groups(TRIPLES, CFG.group_size, doc_bias(DOC_SCORES, "tf_abs"), pairs)
+    bias = doc_bias(DOC_SCORES, "tf_abs", GROUPS)  # every per-document value a term may read
+    groups = prepare_groups(TRIPLES, CFG.group_size, bias, pairs)
     assert [len(d) for d in groups.docs] == [3, 3, 3, 3]
     before = _trainable(ranker)
     head = [p.detach().clone() for t in terms for p in t.parameters()]
@@ -109,6 +112,7 @@ def test_cached_bottom_equals_the_full_forward(arch: str) -> None:
     qids = ["q0", "q0", "q0", "q1", "q1", "q2"]
     dids = ["d0", "d2", "d5", "d1", "d0", "d3"]
     cached = tiny_ranker(arch, dropout=False, train_layers=1).train()
+    cached.bind(dict(QUERIES), dict(DOCS))  # fresh tables: no other test's cached states
     full = tiny_ranker(arch, dropout=False).train()
     rows = [0]
     embeddings: Any = cached.encoder.base_model.embeddings
@@ -224,3 +228,24 @@ def test_cached_bottom_follows_the_bound_texts(arch: str) -> None:
         expected = float(full(["q0"], ["d0"])[0][0])
     assert second == pytest.approx(expected, abs=1e-5)
     assert first != pytest.approx(second, abs=1e-6)
+
+
+def test_rankers_with_other_bottom_weights_do_not_share_cached_states() -> None:
+    """Two seeds of a random encoder have different frozen bottoms: bound to the same text
+    tables, each computes its own states (issue 31: the shared cache was keyed by the
+    checkpoint's name, so a second seed read the first one's states)."""
+    queries, docs = dict(QUERIES), dict(DOCS)
+    first = tiny_ranker("bi_encoder", seed=0, dropout=False, train_layers=1).train()
+    second = tiny_ranker("bi_encoder", seed=1, dropout=False, train_layers=1).train()
+    same = tiny_ranker("bi_encoder", seed=0, dropout=False, train_layers=1).train()
+    for ranker in (first, second, same):
+        ranker.bind(queries, docs)
+    assert first.bottom_fingerprint() != second.bottom_fingerprint()
+    assert first._bottom is same._bottom and first._bottom is not second._bottom
+    with torch.no_grad():
+        first(["q0"], ["d0"])
+        got = second(["q0"], ["d0"])[0]
+        reference = tiny_ranker("bi_encoder", seed=1, dropout=False).eval()
+        reference.bind(queries, docs)
+        expected = reference(["q0"], ["d0"])[0]
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)

@@ -8,8 +8,8 @@ import pytest
 import torch
 import yaml
 
-from pipeline.models.config import ModelConfig
-from pipeline.models.registry import build_ranker, load_ranker
+from pipeline.models.bi_encoder import BiEncoderConfig
+from pipeline.models.registry import build_ranker, load_ranker, model_params
 from pipeline.train.groups import prepare_groups
 from pipeline.train.loop import TrainConfig, train_model
 from pipeline.train.losses.margin import MarginConfig
@@ -26,7 +26,7 @@ DOCS = {
 def _trained(arch: str, tmp_path: Path) -> Path:
     import polars as pl
 
-    ranker = build_ranker(ModelConfig(arch=arch, name="tiny-random-bert", max_len=32, q_len=8), 3)  # type: ignore[arg-type]
+    ranker = build_ranker(model_params(arch, name="tiny-random-bert", max_len=32, q_len=8), 3)
     ranker.bind(QUERIES, DOCS)
     triples = pl.DataFrame({"query_id": ["q1", "q2"], "pos_doc_id": ["d1", "d4"],
                             "neg_doc_id": ["d3", "d2"]})  # fmt: skip
@@ -53,7 +53,7 @@ def test_bi_encoder_is_a_sentence_transformers_model(tmp_path: Path) -> None:
     qids, dids = ["q1", "q1", "q2"], ["d1", "d2", "d4"]
     q = st.encode([QUERIES[i] for i in qids], convert_to_tensor=True)
     d = st.encode([DOCS[i] for i in dids], convert_to_tensor=True)
-    theirs = torch.nn.functional.cosine_similarity(q, d) / ModelConfig().temperature
+    theirs = torch.nn.functional.cosine_similarity(q, d) / BiEncoderConfig().temperature
     assert torch.allclose(theirs.cpu(), _ours(path, qids, dids), atol=1e-5)
 
 

@@ -87,15 +87,14 @@ def test_minilm_sharded_scores_equal_the_single_file_bit_for_bit(arch: str, tmp_
     """all-MiniLM-L6-v2 with the default layer cut, saved both ways and loaded as the train
     stage loads it: all 300 scores of Grep-BiasIR pairs are equal."""
     from pipeline.data.grep_biasir import load_grep_biasir
-    from pipeline.models.config import ModelConfig
-    from pipeline.models.registry import build_ranker
+    from pipeline.models.registry import build_ranker, model_params
 
     g = load_grep_biasir()
     queries = dict(zip(g.queries["query_id"].to_list(), g.queries["text"].to_list(), strict=True))
     docs = dict(zip(g.corpus["doc_id"].to_list(), g.corpus["text"].to_list(), strict=True))
     qids = [q for q in list(queries)[:10] for _ in range(30)]
     dids = list(docs)[:300]
-    ranker = build_ranker(ModelConfig(arch=arch, train_layers=1), 1)  # type: ignore[arg-type]
+    ranker = build_ranker(model_params(arch, train_layers=1), 1)
     sharded = ranker.save(tmp_path / "sharded")
     ranker.cut = 0  # saves the single file, as before the split
     single = ranker.save(tmp_path / "single")

@@ -129,7 +129,9 @@ def test_save_load_round_trip_gives_identical_scores(arch: str, tmp_path: Path) 
     loaded.bind(QUERIES, DOCS)
     assert type(loaded) is type(ranker)
     assert loaded.encoder.config.num_hidden_layers == 1
-    assert loaded.cfg.temperature == 0.5 and loaded.cfg.max_len == 32
+    assert loaded.cfg.max_len == 32 and loaded.cfg.families.keys() == {arch}
+    assert loaded.settings == ranker.settings  # the family's own settings, saved and read
+    assert getattr(loaded.settings, "temperature", 0.5) == 0.5
     torch.testing.assert_close(_scores(loaded), _scores(ranker), atol=1e-6, rtol=1e-6)
     meta = json.loads((out / "ranker.json").read_text())
     assert meta["arch"] == arch and meta["config"]["name"] == "tiny-random-bert"

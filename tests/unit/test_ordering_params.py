@@ -120,10 +120,10 @@ def test_a_method_may_override_its_orderings_params() -> None:
     from pipeline.params import ParamsError, parse_params
 
     raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text())
-    raw["methods"]["mixed"] = {"ordering": "shuffle", "loss": "margin", "psi": "bool_abs",
+    raw["methods"]["mixed"] = {"ordering": "shuffle", "loss": ["margin"], "psi": "bool_abs",
                                "ordering_params": {"by_query": False}}  # fmt: skip
     raw["methods"]["flat"] = {"ordering": "curriculum", "direction": "low_to_high",
-                              "loss": "margin", "psi": "tf_abs",
+                              "loss": ["margin"], "psi": "tf_abs",
                               "ordering_params": {"n_buckets": "all"}}  # fmt: skip
     params = parse_params(raw)
     assert params.ordering_config("mixed").by_query is False

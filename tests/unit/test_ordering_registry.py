@@ -12,7 +12,7 @@ import pytest
 
 from pipeline import ordering, schemas
 from pipeline.ordering import ORDERINGS, Inputs, apply_ordering, get_ordering
-from pipeline.ordering.common import PsiColumn
+from pipeline.schemas import PsiColumn
 
 N = 60
 

@@ -20,13 +20,42 @@ def _raw() -> dict[str, Any]:
 def test_shipped_params_are_valid() -> None:
     p = load_params(ROOT / "params.yaml")
     assert list(p.methods)[:2] == ["baseline", "penalty_irrelevant"]
-    assert p.methods["penalty_irrelevant"].config("penalty_irrelevant").lambda_ == 1.0
+    cfg = p.methods["penalty_irrelevant"].config("penalty")
+    assert (cfg.lambda_, cfg.docs) == (1.0, "irrelevant")
 
 
 def test_ill_typed_lambda_names_the_key() -> None:
     raw = _raw()
-    raw["methods"]["penalty_irrelevant"]["lambda"] = "two"
-    with pytest.raises(ParamsError, match=r"'methods\.penalty_irrelevant\.lambda': expected float"):
+    raw["methods"]["penalty_irrelevant"]["loss"][0]["lambda"] = "two"
+    with pytest.raises(
+        ParamsError, match=r"'methods\.penalty_irrelevant\.loss\.0\.lambda': expected float"
+    ):
+        parse_params(raw)
+
+
+@pytest.mark.parametrize(
+    ("method", "term", "key", "value", "message"),
+    [
+        ("penalty_irrelevant", 0, "lambda", -5, r"'methods\.penalty_irrelevant\.loss\.0\."
+         r"lambda': -5 is out of range \[0, ∞\]"),
+        ("neutrality_kl", 1, "coef", -1, r"'methods\.neutrality_kl\.loss\.1\.coef': -1 is out "
+         r"of range \[0, ∞\]"),
+        ("advbert", 1, "adv_weight", -1, r"'methods\.advbert\.loss\.1\.adv_weight': -1 is out"),
+        ("equalizeir", 0, "alpha", -0.1, r"'methods\.equalizeir\.loss\.0\.alpha': -0\.1 is out"),
+        ("penalty_both", 0, "lambda_neg", -1, r"'methods\.penalty_both\.loss\.0\.lambda_neg'"),
+        ("penalty_relevant", 0, "margin", -1, r"'methods\.penalty_relevant\.loss\.0\.margin'"),
+        ("penalty_relevant", 0, "docs", "all", r"'methods\.penalty_relevant\.loss\.0\.docs': "
+         r"unknown value 'all'; known: \['relevant', 'irrelevant', 'both'\]"),
+    ],
+)  # fmt: skip
+def test_signs_and_ranges_of_loss_settings_are_checked(
+    method: str, term: int, key: str, value: object, message: str
+) -> None:
+    """A strength is ≥ 0 (the kind of term gives its sign): `coef: -1` and `lambda: -5`
+    stop loading with the term's key in the list (`loss.<i>.<key>`)."""
+    raw = _raw()
+    raw["methods"][method]["loss"][term][key] = value
+    with pytest.raises(ParamsError, match=message):
         parse_params(raw)
 
 
@@ -64,8 +93,13 @@ def test_unknown_key_lists_known_keys() -> None:
 
 def test_unknown_loss_lists_known() -> None:
     raw = _raw()
-    raw["methods"]["baseline"]["loss"] = "nope"
-    with pytest.raises(ParamsError, match=r"unknown loss 'nope'; known: \[.*'margin'"):
+    raw["methods"]["baseline"]["loss"] = ["nope"]
+    with pytest.raises(
+        ParamsError, match=r"'methods\.baseline\.loss\.0\.name': unknown loss 'nope'; known: "
+    ):
+        parse_params(raw)
+    raw["methods"]["baseline"]["loss"] = "margin"  # one name is not a list of terms
+    with pytest.raises(ParamsError, match=r"'methods\.baseline\.loss': expected a list of loss"):
         parse_params(raw)
 
 
@@ -130,65 +164,69 @@ def test_an_unknown_section_is_refused_with_the_closest_name() -> None:
         (
             "baseline",
             {"lambda": 2},
-            r"'methods\.baseline\.lambda' is unknown: its loss \['margin'\] takes no 'lambda' "
-            r"\(a key of \[.*'penalty_both'.*\]\).*Remove it",
+            r"'methods\.baseline\.lambda' is unknown; keys of a method: .*'lambda' is a setting "
+            r"of the loss terms \[.*'penalty'.*\]: put it in the term's entry",
         ),
         (
             "penalty_both",
-            {"lambda": None},
-            r"'methods\.penalty_both\.lambda' is required \(or both 'lambda_pos' and "
+            {"0.lambda": None},
+            r"'methods\.penalty_both\.loss\.0\.lambda' is required \(or both 'lambda_pos' and "
             r"'lambda_neg'.*add `lambda: <value>`",
         ),
         (
             "penalty_relevant",
-            {"lambda": None},
-            r"'methods\.penalty_relevant\.lambda' is required by loss 'penalty_relevant' but "
-            r"missing; add `lambda: <value>` under 'methods\.penalty_relevant'",
+            {"0.lambda": None},
+            r"'methods\.penalty_relevant\.loss\.0\.lambda' is required; add `lambda: <value>`",
         ),
         (
             "neutrality_kl",
-            {"coef": None},
-            r"'methods\.neutrality_kl\.coef' is required by loss 'neutrality_kl' but missing; "
-            r"add `coef: <value>`",
+            {"1.coef": None},
+            r"'methods\.neutrality_kl\.loss\.1\.coef' is required by loss 'neutrality_kl' but "
+            r"missing; add `coef: <value>`",
         ),
         (
             "equalizeir",
-            {"weak_strategy": None},
-            r"'methods\.equalizeir\.weak_strategy' is required by loss 'poe'",
+            {"0.weak_strategy": None},
+            r"'methods\.equalizeir\.loss\.0\.weak_strategy' is required by loss 'poe'",
         ),
         (
             "penalty_relevant",
-            {"lambda_neg": 1.0},
-            r"'methods\.penalty_relevant\.lambda_neg' is unknown.*\(a key of \[.*'penalty_both'",
+            {"0.lambda_neg": 1.0},
+            r"'methods\.penalty_relevant\.loss\.0\.lambda_neg': a per-side λ needs `docs: both`",
         ),
         (
             "advbert",
-            {"coef": 1.0},
-            r"'methods\.advbert\.coef' is unknown: its loss \['margin', 'adversary'\]",
+            {"1.coef": 1.0},
+            r"'methods\.advbert\.loss\.1\.coef' is unknown; known keys of "
+            r"'methods\.advbert\.loss\.1': \['adv_weight'\]",
         ),
     ],
 )
 def test_a_loss_key_that_is_wrong_for_the_loss_is_refused_at_load(
     method: str, change: dict[str, Any], message: str
 ) -> None:
-    """A method's keys are its loss terms' Config fields: an extra key, a missing required
-    one or a key of another loss stops loading, naming the key and the fix."""
+    """Each loss term's settings are its own Config's fields, in its entry of the list: an
+    extra key, a missing required one, a key of another term or a key written beside the
+    terms stops loading, naming the key and the fix. (`"<i>.<key>"`: the i-th term's key.)"""
     raw = _raw()
+    entry = raw["methods"][method]
     for k, v in change.items():
+        index, _, key = k.rpartition(".")
+        where = entry["loss"][int(index)] if index else entry
         if v is None:
-            del raw["methods"][method][k]
+            del where[key]
         else:
-            raw["methods"][method][k] = v
+            where[key] = v
     with pytest.raises(ParamsError, match=message):
         parse_params(raw)
 
 
 def test_both_sides_lambda_may_be_given_per_side() -> None:
     raw = _raw()
-    entry = raw["methods"]["penalty_both"]
-    del entry["lambda"]
-    entry |= {"lambda_pos": 0.5, "lambda_neg": 2.0}
-    cfg = parse_params(raw).methods["penalty_both"].config("penalty_both")
+    term = raw["methods"]["penalty_both"]["loss"][0]
+    del term["lambda"]
+    term |= {"lambda_pos": 0.5, "lambda_neg": 2.0}
+    cfg = parse_params(raw).methods["penalty_both"].config("penalty")
     assert (cfg.lambda_, cfg.lambda_pos, cfg.lambda_neg) == (None, 0.5, 2.0)
 
 
@@ -199,7 +237,67 @@ def test_a_method_loss_is_a_list_of_terms_each_with_its_config() -> None:
     assert m.config("neutrality_kl").coef == 1.0 and m.config("margin").margin == 1.0
     raw = _raw()
     raw["methods"]["baseline"]["loss"] = ["margin", "margin"]
-    with pytest.raises(ParamsError, match=r"'methods\.baseline\.loss'.*names a loss twice"):
+    with pytest.raises(ParamsError, match=r"'methods\.baseline\.loss'.*names the loss term"):
+        parse_params(raw)
+    raw["methods"]["baseline"]["loss"] = [{"margin": 0.5}]
+    with pytest.raises(ParamsError, match=r"'methods\.baseline\.loss\.0\.name': a loss term"):
+        parse_params(raw)
+
+
+def test_two_terms_of_a_method_do_not_share_a_setting() -> None:
+    """`penalty` on relevant and `reward` on irrelevant documents, each with its own λ."""
+    raw = _raw()
+    raw["methods"]["baseline"]["loss"] = [
+        {"name": "penalty", "docs": "relevant", "lambda": 0.5},
+        {"name": "reward", "docs": "irrelevant", "lambda": 2.0},
+    ]
+    m = parse_params(raw).methods["baseline"]
+    assert (m.config("penalty").lambda_, m.config("reward").lambda_) == (0.5, 2.0)
+    assert m.settings()["loss"] == [
+        {"name": "penalty", "docs": "relevant", "lambda": 0.5, "margin": 1.0},
+        {"name": "reward", "docs": "irrelevant", "lambda": 2.0, "margin": 1.0},
+    ]
+
+
+def test_each_model_family_and_metric_family_owns_its_settings() -> None:
+    """`model.<arch>` and `evaluate.<family>` are loaded into the records' own configs; a
+    family's key at the shared level names where it belongs."""
+    p = load_params(ROOT / "params.yaml")
+    assert p.model.settings == p.model.families["bi_encoder"]
+    assert p.model.families["late_interaction"].dim == 128
+    assert not hasattr(p.model.families["bi_encoder"], "dim")
+    assert p.evaluate.settings("awrf").target == "uniform"
+    assert p.evaluate.settings("exposure").temperature == 1.0
+    raw = _raw()
+    raw["model"]["temperature"] = 0.5
+    with pytest.raises(ParamsError, match=r"'model\.temperature' is unknown.*a setting of "
+                       r"\['bi_encoder', 'late_interaction'\]: put it under `model\.<name>`"):
+        parse_params(raw)  # fmt: skip
+    raw = _raw()
+    raw["model"]["bi_encoder"]["dim"] = 64
+    with pytest.raises(ParamsError, match=r"'model\.bi_encoder\.dim' is unknown"):
+        parse_params(raw)
+    raw = _raw()
+    raw["evaluate"]["exposure"]["temperature"] = 0
+    with pytest.raises(ParamsError, match=r"'evaluate\.exposure\.temperature': 0 is out of"):
+        parse_params(raw)
+    raw = _raw()
+    raw["model"]["arch"] = "bi-encoder"
+    with pytest.raises(ParamsError, match=r"'model\.arch': unknown model\.arch 'bi-encoder'"):
+        parse_params(raw)
+
+
+def test_the_transfer_collection_is_a_source_without_training_data() -> None:
+    p = load_params(ROOT / "params.yaml")
+    assert p.dataset.config_of(p.transfer.name).splits == ["test"]
+    raw = _raw()
+    raw["dataset"]["name"] = "genderbias-qa"
+    with pytest.raises(ParamsError, match=r"'dataset\.name': source 'genderbias-qa' has no "
+                       r"training data"):
+        parse_params(raw)  # fmt: skip
+    raw = _raw()
+    raw["transfer"]["name"] = "genderbias"
+    with pytest.raises(ParamsError, match=r"'transfer\.name': unknown dataset 'genderbias'"):
         parse_params(raw)
 
 
@@ -238,6 +336,8 @@ def test_params_yaml_lists_every_key_with_its_config_default() -> None:
     -S key=value` needs no `+`), with the same value."""
     from pipeline.config import defaults, fields
     from pipeline.data import SOURCES
+    from pipeline.metrics import METRICS
+    from pipeline.models import MODELS
     from pipeline.ordering import ORDERINGS
     from pipeline.params import SECTIONS, DatasetParams
 
@@ -247,6 +347,11 @@ def test_params_yaml_lists_every_key_with_its_config_default() -> None:
         sections[f"dataset.{r.section}"] = (r.config, raw["dataset"][r.section])
     for name, r in ORDERINGS.items():
         sections[f"orderings.{name}"] = (r.config, raw["orderings"][name])
+    for name, family in MODELS.items():
+        sections[f"model.{name}"] = (family.config, raw["model"][name])
+    for name, metric in METRICS.items():
+        if fields(metric.config):
+            sections[f"evaluate.{name}"] = (metric.config, raw["evaluate"][name])
     assert raw["dataset"]["name"] == DatasetParams.name
     for where, (cls, section) in sections.items():
         assert sorted(section) == sorted(fields(cls)), where

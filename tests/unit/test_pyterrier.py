@@ -10,8 +10,7 @@ import pyterrier as pt
 import pytest
 import torch
 
-from pipeline.models.config import ModelConfig
-from pipeline.models.registry import build_ranker, load_ranker
+from pipeline.models.registry import build_ranker, load_ranker, model_params
 from pipeline.pyterrier import RankerTransformer, ranked, text_keys
 
 QUERIES = {"q1": "who cares for the child", "q2": "strong engineer at work"}
@@ -24,7 +23,7 @@ DOCS = {
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cfg = ModelConfig(arch="bi_encoder", name="tiny-random-bert", max_len=32, q_len=8)
+    cfg = model_params("bi_encoder", name="tiny-random-bert", max_len=32, q_len=8)
     return build_ranker(cfg, 0).save(tmp_path_factory.mktemp("pt") / "m")
 
 

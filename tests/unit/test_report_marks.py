@@ -45,13 +45,14 @@ def test_legend_names_the_correction_and_what_the_dagger_means() -> None:
 
 
 def test_a_metric_saturated_by_the_dataset_carries_no_dagger() -> None:
+    from pipeline.data import get_source
     from pipeline.report.tables import unmark_saturated
 
     cmp = pl.DataFrame(
         {"method": ["m", "m"], "metric": ["AWRF@10", "NFaiRR@10"], "significant": [True, True]}
     )
-    shown, note = unmark_saturated(cmp, "grep-biasir")
+    shown, note = unmark_saturated(cmp, get_source("grep-biasir").saturated)
     assert shown["significant"].to_list() == [False, True]
     assert note.startswith("AWRF carries no †: every Grep-BiasIR document comes in F, M and N")
-    same, none = unmark_saturated(cmp, "msmarco-passage")
+    same, none = unmark_saturated(cmp, get_source("msmarco-passage").saturated)
     assert same.equals(cmp) and none == ""

@@ -21,11 +21,10 @@ def _state(
     params = {
         "orderings": {"curriculum": {"sigma": sigma, "n_buckets": buckets}},
         "methods": {
-            "baseline": {"ordering": "shuffle", "loss": "margin", "psi": "bool_abs"},
+            "baseline": {"ordering": "shuffle", "loss": ["margin"], "psi": "bool_abs"},
             "penalty_irrelevant": {
                 "ordering": "shuffle",
-                "loss": "penalty_irrelevant",
-                "lambda": lam,
+                "loss": [{"name": "penalty", "docs": "irrelevant", "lambda": lam}],
             },
         },
     }
@@ -85,7 +84,7 @@ def test_experiments_skip_workspace_queued_failed_running_and_errors() -> None:
         "buckets-all",
         "lam-2-again",
     ]
-    assert exps[0].params["methods.penalty_irrelevant.lambda"] == 1.0
+    assert exps[0].params["methods.penalty_irrelevant.loss.0.lambda"] == 1.0
     assert set(exps[0].metrics) == {"baseline", "penalty_irrelevant"}  # broken.json left out
     assert exps[0].metrics["baseline"] == {"MRR@10": 0.5, "NFaiRR@10": 0.7}  # numbers only
     assert len(experiments(fake_doc(), workspace=True)) == 7
@@ -107,7 +106,7 @@ def test_shared_param_sweep_with_filter_and_non_numeric_values() -> None:
         exps,
         "orderings.curriculum.sigma",
         ["MRR@10"],
-        where={"methods.penalty_irrelevant.lambda": 1.0},
+        where={"methods.penalty_irrelevant.loss.0.lambda": 1.0},
     )
     assert sigma.filter(pl.col("method") == "penalty_irrelevant").rows() == [
         ("penalty_irrelevant", "1", 1.0, pytest.approx(0.455), 2),

@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from pipeline.train import checkpoint, loop
-from pipeline.train.adversary import AdversaryTerm
 from pipeline.train.loop import TrainConfig
+from pipeline.train.losses._adversary import AdversaryTerm
 from pipeline.train.losses.adversary import AdversaryConfig
 from tests.unit.test_train_loop import ranker, train
 

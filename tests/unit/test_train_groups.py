@@ -9,6 +9,7 @@ import torch
 
 from pipeline.train.groups import make_groups, pair_batch, prepare_groups
 from pipeline.train.losses import get_record
+from tests.unit.loss_configs import config
 
 # two (query, positive) keys with 3 negatives each, interleaved as an ordering might leave them
 TRIPLES = pl.DataFrame(
@@ -28,10 +29,11 @@ BIAS = {
 def test_pair_batch_builds_only_what_the_loss_needs() -> None:
     groups = prepare_groups(TRIPLES, 3, BIAS)
     scores = torch.zeros(2, 3)
-    _, _, batch = pair_batch(groups, [0, 1], scores, get_record("penalty_irrelevant").needs)
-    assert set(batch) == {"group", "slot", "psi_pos", "psi_neg"}
+    needs = get_record("penalty").needs_of(config("penalty_irrelevant"))
+    _, _, batch = pair_batch(groups, [0, 1], scores, needs)
+    assert set(batch) == {"group", "slot", "query", "psi_pos", "psi_neg"}
     _, _, batch = pair_batch(groups, [0, 1], scores, get_record("margin").needs)
-    assert set(batch) == {"group", "slot"}
+    assert set(batch) == {"group", "slot", "query"}
     only_psi = prepare_groups(TRIPLES, 3, {"psi": BIAS["psi"]})
     assert set(only_psi.bias) == {"psi"}
     with pytest.raises(ValueError, match=r"needs per-document \['zeta'\].*carry \['psi'\]"):
@@ -121,3 +123,22 @@ def test_prepare_groups_places_each_value_as_the_element_wise_fill_does() -> Non
         for name, tensor in expected.items():
             assert groups.bias[name].dtype == torch.float32
             assert torch.equal(groups.bias[name], tensor), (size, name)
+
+
+def test_a_term_can_read_each_documents_version_and_query() -> None:
+    """The corpus's F/M/N `group` becomes `version_pos`/`version_neg` (0 F, 1 M, 2 N, −1 for
+    `both` or no label) and `query` numbers the batch's queries: what a counterfactual term
+    compares (the F and M versions of one query's relevant document)."""
+    from pipeline.train.groups import doc_bias
+
+    scores = pl.DataFrame({"doc_id": DOC_IDS, "psi_bool": [0.0] * 8, "neutrality": [1.0] * 8})
+    labels = pl.DataFrame({"doc_id": ["p", "r", "n1", "m1"], "group": ["F", "M", "N", "both"]})
+    bias = doc_bias(scores, "bool_abs", labels)
+    assert bias["version"] == {"p": 0.0, "r": 1.0, "n1": 2.0, "m1": -1.0, "n2": -1.0,
+                               "n3": -1.0, "m2": -1.0, "m3": -1.0}  # fmt: skip
+    groups = prepare_groups(TRIPLES, 3, bias)
+    _, _, batch = pair_batch(groups, [0, 1, 2], torch.zeros(3, 3), ("version_pos", "version_neg"))
+    assert batch["version_pos"].tolist() == [0.0, 0.0, 1.0, 1.0, 0.0]  # p: F, r: M
+    assert batch["version_neg"].tolist() == [2.0, -1.0, -1.0, -1.0, -1.0]
+    assert batch["query"].tolist() == [0, 0, 1, 1, 0]  # a, a, b, b, a (the third group: a's)
+    assert "version" not in doc_bias(scores, "bool_abs")  # no corpus labels: no versions

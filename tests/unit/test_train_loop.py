@@ -14,7 +14,7 @@ from pipeline.models.base import Ranker
 from pipeline.train.groups import doc_bias, prepare_groups
 from pipeline.train.loop import TrainConfig, train_model
 from pipeline.train.losses import get_record
-from tests.unit.loss_configs import config
+from tests.unit.loss_configs import config, term
 from tests.unit.tiny_rankers import tiny_ranker
 
 GENDERED = ["she", "he", "her", "his", "woman", "man", "nurse", "doctor"]
@@ -67,9 +67,11 @@ def train(
 
 
 def objective(loss: str) -> tuple[tuple[str, Any], ...]:
-    """A one-term method loss with λ = 0.5 where the loss takes one."""
-    lam = {"lambda": 0.5} if "lambda" in fields(get_record(loss).config) else {}
-    return ((loss, config(loss, lam)),)
+    """A one-term method loss with λ = 0.5 where the loss takes one (``loss``: a term, or a
+    paper's variant name, e.g. ``penalty_both``: ``penalty`` with ``docs: both``)."""
+    name = term(loss)[0]
+    lam = {"lambda": 0.5} if "lambda" in fields(get_record(name).config) else {}
+    return ((name, config(loss, lam)),)
 
 
 def _train(

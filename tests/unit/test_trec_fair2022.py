@@ -296,6 +296,44 @@ def test_trec_fair_metrics_end_to_end_columns() -> None:
     assert out.null_count().sum_horizontal()[0] == 0
 
 
+def test_the_track_variant_is_a_setting_of_the_awrf_and_exposure_records() -> None:
+    """`evaluate.awrf.trec_fair_2022` / `evaluate.exposure.trec_fair_2022`: `auto` adds the
+    track's Task 1 / Task 2 columns where the alignments carry its dimensions (no branch on
+    the dataset's name), `off` leaves them out, `on` without alignments says what is missing;
+    the values are the track functions' own."""
+    from pipeline.errors import InputError
+    from pipeline.metrics import METRICS, EvalInputs
+    from pipeline.metrics.awrf import AwrfConfig
+    from pipeline.metrics.exposure import ExposureConfig
+    from pipeline.metrics.inputs import intersect
+
+    docs = [str(i) for i in range(1, 31)]
+    rows = [(d, "page_subcont_regions", "Southern Asia" if int(d) % 2 else "Unknown", 1.0)
+            for d in docs]  # fmt: skip
+    rows += [(d, "qual_cat", "Stub" if int(d) < 10 else "B", 1.0) for d in docs]
+    dims = table(rows)
+    run = pl.DataFrame(
+        {"query_id": ["1"] * 30, "doc_id": docs, "score": [30.0 - i for i in range(30)],
+         "rank": list(range(1, 31))}
+    )  # fmt: skip
+    qrels = pl.DataFrame({"query_id": ["1"] * 5, "doc_id": docs[:5], "relevance": [1] * 5})
+    aligned = intersect(dims.filter(pl.col("dimension") != "qual_cat"))
+    ctx = EvalInputs(run, qrels, alignments=aligned, dimensions=dims)
+    awrf, exposure = METRICS["awrf"], METRICS["exposure"]
+    task1 = awrf.run(ctx, (10,), AwrfConfig())
+    expected = tf.trec_fair_metrics(run, qrels, dims)
+    for key in ("nDCG", "AWRF", "Score"):
+        assert task1[f"trecfair.{key}"].to_list() == expected[f"trecfair.{key}"].to_list()
+    task2 = exposure.run(ctx, (10,), ExposureConfig())
+    assert task2["trecfair.EE-L"].to_list() == expected["trecfair.EE-L"].to_list()
+    off = awrf.run(ctx, (10,), AwrfConfig(trec_fair_2022="off"))
+    assert not [c for c in off.columns if c.startswith("trecfair.")]
+    plain = EvalInputs(run, qrels, alignments=aligned)  # no per-dimension alignments
+    assert "trecfair.AWRF" not in awrf.run(plain, (10,)).columns
+    with pytest.raises(InputError, match="the TREC Fair 2022 variant needs the documents'"):
+        awrf.run(plain, (10,), AwrfConfig(trec_fair_2022="on"))
+
+
 # ---------------------------------------------------------------------------- submissions
 
 

@@ -19,8 +19,9 @@ from pipeline import io
 from pipeline.data.grep_biasir import load_grep_biasir
 from pipeline.evaluate_run import main as fair_eval
 from pipeline.evaluate_run import read_qrels
-from pipeline.metrics.effectiveness import ranx_per_query, trec_eval_order
+from pipeline.metrics.effectiveness import ranx_per_query
 from pipeline.retrieval.bm25 import bm25_topk
+from pipeline.ties import trec_eval_order
 
 CUT = 10
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import typing
+
 import polars as pl
 import pytest
 import torch
 
 from pipeline.train.groups import pair_batch, prepare_groups
+from pipeline.train.losses.poe import Strategy
 from pipeline.train.weak import (
     STRATEGIES,
     WeakInputs,
@@ -83,6 +86,7 @@ def test_biased_data_rewrites_the_training_queries() -> None:
 
 def test_weak_setup_dispatches_and_rejects_unknown_names() -> None:
     assert sorted(STRATEGIES) == ["biased_data", "fewer_steps", "less_data", "weaker_model"]
+    assert set(STRATEGIES) == set(typing.get_args(Strategy))  # the params choices are these
     assert weak_setup("weaker_model", TRIPLES, QUERIES, 10, 0).n_layers == 1
     assert weak_setup("weaker_model", TRIPLES, QUERIES, 10, 0, n_layers=4).n_layers == 4
     with pytest.raises(ValueError, match=r"unknown weak learner strategy 'x'; known: \['biased"):

@@ -9,9 +9,10 @@ import polars as pl
 import torch
 from torch import nn
 
+from pipeline.models import family_names
 from pipeline.models.base import Ranker
-from pipeline.models.config import ModelConfig, family_names
-from pipeline.models.registry import build_ranker
+from pipeline.models.registry import build_ranker, model_params
+from pipeline.sections import COMMON_MODEL_KEYS, ModelParams
 
 TINY = "tiny-random-bert"
 ARCHS = tuple(family_names())
@@ -50,6 +51,11 @@ DOC_SCORES = pl.DataFrame(
     }
 )
 
+GROUPS = pl.DataFrame(
+    {"doc_id": list(DOCS), "group": ["F", "M", "N", "F", "N", "N", "M", "N"]}
+)
+"""The documents' F/M/N versions (the corpus's `group` column): `version_*` of a batch."""
+
 
 def candidates(per_query: Mapping[str, list[str]]) -> pl.DataFrame:
     """First-stage candidates (rank = list position, score descending) of ``per_query``."""
@@ -68,12 +74,24 @@ CANDIDATES = candidates(
 )
 
 
-def tiny_config(arch: str = "cross_encoder", **overrides: Any) -> ModelConfig:
-    """A tiny-random-bert config of ``arch`` (max_len 32, q_len 8, projection dim 16, full
-    fine-tuning, temperature 1)."""
-    base: dict[str, Any] = {"arch": arch, "name": TINY, "max_len": 32, "q_len": 8, "dim": 16,
-                            "train_layers": None, "temperature": 1.0}  # fmt: skip
-    return ModelConfig(**{**base, **overrides})
+def tiny_config(arch: str = "cross_encoder", **overrides: Any) -> ModelParams:
+    """A tiny-random-bert config of ``arch`` (max_len 32, q_len 8, full fine-tuning; its own
+    settings: projection dim 16, temperature 1, where the family has them); ``overrides``:
+    shared keys or the family's own."""
+    common: dict[str, Any] = {"name": TINY, "max_len": 32, "q_len": 8, "train_layers": None}
+    own: dict[str, Any] = {"dim": 16, "temperature": 1.0}
+    for key, value in overrides.items():
+        (common if key in COMMON_MODEL_KEYS else own)[key] = value
+    known = set(fields_of(arch))
+    return model_params(arch, {k: v for k, v in own.items() if k in known}, **common)
+
+
+def fields_of(arch: str) -> list[str]:
+    """The keys of family ``arch``'s own settings (``model.<arch>``)."""
+    from pipeline.config import fields
+    from pipeline.models import get_family
+
+    return list(fields(get_family(arch).config))
 
 
 M = TypeVar("M", bound=nn.Module)

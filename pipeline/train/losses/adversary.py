@@ -9,7 +9,7 @@ from pipeline.config import Checked, Range
 from pipeline.train.losses.common import Loss
 
 if TYPE_CHECKING:
-    from pipeline.train.terms import LossTerm
+    from pipeline.train.losses._terms import LossTerm
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ def term(repr_dim: int, cfg: AdversaryConfig, seed: int) -> LossTerm:
     Inputs: the family's document representations ``[n, repr_dim]`` (``Ranker.forward``), the
     documents' ζ; ``adv_weight``. The head is seeded with ``seed`` and is not saved.
     """
-    from pipeline.train.adversary import AdversaryTerm
+    from pipeline.train.losses._adversary import AdversaryTerm
 
     return AdversaryTerm(repr_dim, seed)
 

@@ -16,12 +16,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from pipeline.config import NoConfig
+from pipeline.config import NoConfig, fields
 
 if TYPE_CHECKING:
     from torch import Tensor
 
-    from pipeline.train.terms import LossTerm
+    from pipeline.train.losses._terms import LossTerm
 
 LossFn: TypeAlias = "Callable[[Tensor, Tensor, Mapping[str, Tensor], Any], Tensor]"
 """``fn(s_pos, s_neg, batch, cfg)`` → a scalar (see ``pipeline.train.losses``)."""
@@ -61,12 +61,14 @@ class Loss:
     default is required). ``fn``: a score term (see ``LossFn``); ``term``: a trainable term
     (see ``TermFactory``); exactly one of them. ``needs``: the ``[pairs]`` batch keys a score
     term reads besides the scores (``psi_pos``, ``zeta_neg``, ``weak_pos``, …), or the
-    per-document tensors a trainable term reads (``zeta``). ``weight``: the config field
-    that scales the term in the method's sum (``coef``, ``adv_weight``); ``None`` = 1.
-    ``prepare(Prepared, cfg) -> PairScores``: per-pair values computed before training
-    (EqualizeIR's weak learner). A config may define ``check_params(params)`` for rules
-    against other sections (``weak_layers`` below the ranker's layers). The function's
-    docstring names its paper, formula and inputs.
+    per-document tensors a trainable term reads (``zeta``). ``weight``: the params key of the
+    config field that scales the term in the method's sum (``coef``, ``adv_weight``, ``lambda``
+    for a field ``lambda_``); ``None`` = 1. ``prepare(Prepared, cfg) -> PairScores``: per-pair
+    values computed before training (EqualizeIR's weak learner). ``needs_for(cfg)``: the keys it
+    reads under a config, where a setting chooses them (``needs`` is then every key it may
+    read). A config may define ``check_params(params, key)`` for rules against other sections
+    (``weak_layers`` below the ranker's layers). The function's docstring names its paper,
+    formula and inputs.
     """
 
     name: str
@@ -76,10 +78,21 @@ class Loss:
     needs: tuple[str, ...] = ()
     weight: str | None = None
     prepare: Callable[[Prepared, Any], PairScores] | None = None
+    needs_for: Callable[[Any], tuple[str, ...]] | None = None
 
     def __post_init__(self) -> None:
         if (self.fn is None) == (self.term is None):
             raise TypeError(f"loss {self.name!r}: give exactly one of fn (a score term) or term")
+        if self.weight is not None and self.weight not in fields(self.config):
+            raise TypeError(
+                f"loss {self.name!r}: weight={self.weight!r} is not a key of its config "
+                f"{self.config.__name__} (keys: {sorted(fields(self.config))})"
+            )
+
+    def needs_of(self, cfg: Any) -> tuple[str, ...]:
+        """The batch keys the term reads under ``cfg``: ``needs_for(cfg)`` where a setting
+        chooses them (``docs`` of the penalty/reward terms), else ``needs``."""
+        return self.needs if self.needs_for is None else self.needs_for(cfg)
 
     @property
     def trainable(self) -> bool:
@@ -87,8 +100,11 @@ class Loss:
         return self.term is not None
 
     def scale(self, cfg: Any) -> float | None:
-        """The term's weight in the sum under ``cfg`` (``None``: unweighted)."""
-        return None if self.weight is None else float(getattr(cfg, self.weight))
+        """The term's weight in the sum under ``cfg`` (``None``: unweighted): the config
+        field of params key ``weight`` (``weight="lambda"`` reads the field ``lambda_``)."""
+        if self.weight is None:
+            return None
+        return float(getattr(cfg, fields(type(cfg))[self.weight].name))
 
 
 Objective: TypeAlias = "tuple[tuple[str, Any], ...]"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from pipeline.config import Checked
+from pipeline.config import Checked, Range
 from pipeline.train.losses._pairwise import hinge
 from pipeline.train.losses.common import Loss
 
@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class MarginConfig(Checked):
-    """The hinge ``margin`` (default 1)."""
+    """The hinge ``margin`` (≥ 0, default 1)."""
 
-    margin: float = 1.0
+    margin: Annotated[float, Range(ge=0)] = 1.0
 
 
 def loss(s_pos: Tensor, s_neg: Tensor, batch: Mapping[str, Tensor], cfg: MarginConfig) -> Tensor:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from pipeline.config import Checked
+from pipeline.config import Checked, Range
 from pipeline.train.losses._pairwise import column
 from pipeline.train.losses.common import Loss
 
@@ -19,9 +19,9 @@ NAME = "neutrality_kl"
 
 @dataclass(frozen=True)
 class NeutralityConfig(Checked):
-    """``coef``: the weight of the KL term in the method's loss (required)."""
+    """``coef``: the weight of the KL term in the method's loss (required, ≥ 0)."""
 
-    coef: float
+    coef: Annotated[float, Range(ge=0)]
 
 
 def kl_to_neutrality(scores: Tensor, zeta: Tensor, mask: Tensor | None = None) -> Tensor:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pipeline.config import Checked, ParamsError
+from pipeline.config import Checked, ParamsError, Range
 from pipeline.train.losses._pairwise import column
 from pipeline.train.losses.common import Loss, PairScores, Prepared
 
@@ -19,14 +19,14 @@ Strategy = Literal["less_data", "weaker_model", "fewer_steps", "biased_data"]
 
 @dataclass(frozen=True)
 class PoeConfig(Checked):
-    """``alpha``: weight of the weak learner's log-probabilities (default 0.1).
+    """``alpha``: weight of the weak learner's log-probabilities (≥ 0, default 0.1).
     ``weak_strategy``: how f_B is made weak (required); ``weak_layers``: encoder layers of
     f_B for ``weaker_model`` (required there; fewer than the ranker's); ``weak_loss``: the
     loss term f_B trains with (its config's defaults)."""
 
     weak_strategy: Strategy
-    alpha: float = 0.1
-    weak_layers: int | None = None
+    alpha: Annotated[float, Range(ge=0)] = 0.1
+    weak_layers: Annotated[int, Range(ge=1)] | None = None
     weak_loss: str = "margin"
 
     def __post_init__(self) -> None:

@@ -1,8 +1,8 @@
 """Trainable loss terms: parts of a method's training loss with parameters of their own.
 
 A term is added to the method's ranking loss at every step and its parameters train with the
-ranker (optimiser, gradient clipping, checkpoints), but it is not part of the ranker: the
-ranker alone is saved and reranks. AdvBERT's adversary (``pipeline.train.adversary``) is one.
+ranker (optimiser, gradient clipping, checkpoints), but it is not part of the ranker: the ranker
+alone is saved and reranks. AdvBERT's adversary (``pipeline.train.losses._adversary``) is one.
 """
 
 from __future__ import annotations

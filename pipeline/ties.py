@@ -1,5 +1,13 @@
-"""Tie-averaged position weights (McSherry & Najork, ECIR 2008, "Computing information
-retrieval performance measures efficiently in the presence of tied scores"), SPEC §1 "Ties".
+"""Ties, handled in one place (SPEC §1 "Ties"): the rules that order documents of equal score,
+and tie-averaged position weights (McSherry & Najork, ECIR 2008, "Computing information
+retrieval performance measures efficiently in the presence of tied scores").
+
+**Tie-breaking rules** (:func:`rank_by_score`: score descending, then the rule's columns,
+``rank`` 1..n per query): a run read from a file or given to ``fair-eval`` keeps the input
+order (:func:`in_input_order`); a reranked run keeps the first-stage (candidate) order
+(``pipeline.rerank``); effectiveness metrics rank as trec_eval does, equal scores by document
+id descending (:func:`trec_eval_order`, docs/decisions.md). No fairness number depends on any
+of them: the fairness metrics average their weights over each tie block, as follows.
 
 A tie block is the set of a query's run documents with exactly equal scores. Every document of
 a block gets the mean of the per-position weights of the ranks the block occupies (positions
@@ -14,7 +22,7 @@ length n of the query's run (numpy arrays of equal length).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import polars as pl
@@ -22,6 +30,34 @@ import polars as pl
 from pipeline.errors import InputError
 
 PositionWeight = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def rank_by_score(
+    frame: pl.DataFrame,
+    ties: Sequence[str],
+    *,
+    descending: bool = False,
+    order: str = "query_id",
+) -> pl.DataFrame:
+    """``frame`` sorted by ``order`` (the query column, or a query's position), score
+    descending, equal scores by the columns ``ties`` (ascending, or ``descending``), with
+    ``rank`` (Int64, 1 = best) restarting per ``query_id``: every tie rule of the project."""
+    columns = [order, "score", *ties]
+    flags = [False, True, *[descending] * len(ties)]
+    rank = pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("query_id").alias("rank")
+    return frame.sort(columns, descending=flags).with_columns(rank)
+
+
+def in_input_order(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` ranked by score, equal scores in their input order (a run file's, SPEC §1)."""
+    return rank_by_score(frame.with_row_index("_order"), ["_order"]).drop("_order")
+
+
+def trec_eval_order(run: pl.DataFrame) -> pl.DataFrame:
+    """`run` with `rank` recomputed as trec_eval ranks: score descending, then doc id
+    descending (the tie rule of trec_eval's `comp_sim_docno`)."""
+    return rank_by_score(run, ["doc_id"], descending=True)
+
 BLOCK = "tie_block"  # first (best) rank of the document's tie block
 
 

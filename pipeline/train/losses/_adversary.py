@@ -22,8 +22,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from pipeline.train.live import record
-from pipeline.train.terms import LossTerm
+from pipeline.progress import record
+from pipeline.train.losses._terms import LossTerm
 
 
 class GradReverse(torch.autograd.Function):

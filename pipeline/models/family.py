@@ -1,0 +1,52 @@
+"""The model-family record: what params, the stages and the model card know of a family.
+
+A family (``pipeline/models/<arch>.py``) declares its own settings, the ``model.<arch>`` section
+(its ``config``), and says how its ranker is built. Its :class:`~pipeline.models.base.Ranker`
+subclass is made by ``ranker()``, which imports torch only when called, so collecting the
+records (to validate ``model.<arch>`` where params load) never imports torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pipeline.config import NoConfig
+
+if TYPE_CHECKING:
+    from pipeline.models.base import Ranker
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family (``model.arch``).
+
+    ``name``: the ``model.arch`` value, also its module's file name. ``ranker()``: its
+    :class:`Ranker` subclass (``cls``), built on first call (torch is imported then).
+    ``auto_class`` (+ ``auto_kwargs``): the name of the transformers class its encoder loads
+    with; ``make(encoder, tokenizer, cfg, seed)``: how to build it (default ``cls(encoder,
+    tokenizer, cfg)``). ``config``: its own settings, the frozen dataclass the section
+    ``model.<arch>`` loads into (``NoConfig``: none); the ranker reads them as
+    ``self.settings``. ``per_text``: it encodes queries and documents one text at a time
+    (the ``features`` stage then precomputes their frozen-bottom states; a cross-encoder
+    encodes pairs). ``library``, ``pipeline_tag``, ``usage``: the model card's Hugging Face
+    library, task tag and how to load a saved model. ``description``: one line with its paper.
+    """
+
+    name: str
+    ranker: Callable[[], type[Ranker]]
+    auto_class: str
+    description: str
+    config: type = NoConfig
+    per_text: bool = True
+    auto_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    make: Callable[..., Ranker] | None = None
+    library: str = "transformers"
+    pipeline_tag: str = "feature-extraction"
+    usage: str = "`pipeline.models.registry.load_ranker(path)`."
+
+    @property
+    def cls(self) -> type[Ranker]:
+        """The family's ranker class."""
+        return self.ranker()
