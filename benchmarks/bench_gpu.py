@@ -110,14 +110,13 @@ def lengths(tokenizer: Any, qmap: dict[str, str], dmap: dict[str, str], t: pl.Da
 
 def ours_train(path: Path, qmap: dict[str, str], dmap: dict[str, str], t: pl.DataFrame, *,
                batch: int, device: str) -> Callable[[], None]:  # fmt: skip
-    from pipeline.models.config import ModelConfig
-
     from pipeline.models.registry import build_ranker
+    from pipeline.sections import ModelParams
     from pipeline.train.groups import prepare_groups
     from pipeline.train.loop import TrainConfig, train_model
     from pipeline.train.losses.margin import MarginConfig
 
-    cfg = ModelConfig(arch="cross_encoder", name=str(path), train_layers=None,
+    cfg = ModelParams(arch="cross_encoder", name=str(path), train_layers=None,
                       max_len=MAX_LEN, q_len=Q_LEN)  # fmt: skip
     bias = {"psi": dict.fromkeys(dmap, 0.0), "zeta": dict.fromkeys(dmap, 1.0)}
     groups = prepare_groups(t, 2, bias)
@@ -164,12 +163,11 @@ def lean_train(path: Path, qmap: dict[str, str], dmap: dict[str, str], t: pl.Dat
 
 def ours_rerank(path: Path, qmap: dict[str, str], dmap: dict[str, str], t: pl.DataFrame, *,
                 batch: int, device: str) -> Callable[[], None]:  # fmt: skip
-    from pipeline.models.config import ModelConfig
-
     from pipeline.models.registry import build_ranker
     from pipeline.rerank import rerank
+    from pipeline.sections import ModelParams
 
-    cfg = ModelConfig(arch="cross_encoder", name=str(path), train_layers=None,
+    cfg = ModelParams(arch="cross_encoder", name=str(path), train_layers=None,
                       max_len=MAX_LEN, q_len=Q_LEN)  # fmt: skip
     ranker = build_ranker(cfg, seed=0).to(device).eval()
     ranker.bind(dict(qmap), dict(dmap))

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from pipeline import paths
 from pipeline.models.features import compute_features, save_features
+from pipeline.train.jobs import run_jobs
 from stages.common import run_stage, setup, texts, torch_threads
 
 log = logging.getLogger("stages.features")
@@ -27,8 +28,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     params = ns.params
     torch_threads(params)
     with ns.clock("states"):  # the batches spread over train.workers processes, as training
-        features = compute_features(params.model, params.train.seed, texts(),
-                                    params.train.workers, params.train.threads)  # fmt: skip
+        t = params.train
+        features = compute_features(params.model, t.seed, texts(), t.workers, t.threads, run_jobs)
     save_features(features, paths.FEATURES)
     log.info("features: frozen-bottom states of %d texts", len(features))
 

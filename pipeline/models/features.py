@@ -9,16 +9,17 @@ atomically (temporary file, then rename).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
 from pipeline.io import ArtifactError, atomic_path
 from pipeline.models.base import Key, Ranker
-from pipeline.models.config import ModelConfig
+from pipeline.sections import ModelParams
 
 SEP = "\x1f"
 
@@ -59,7 +60,7 @@ class _Batch:
 class _Setup:
     """What each process builds its ranker from (sent once to each worker)."""
 
-    cfg: ModelConfig
+    cfg: ModelParams
     seed: int
     texts: tuple[Mapping[str, str], Mapping[str, str]]
 
@@ -84,17 +85,19 @@ def _fill(setup: _Setup, batch: _Batch, _log: object) -> dict[Key, Tensor]:
 
 
 def compute_features(
-    cfg: ModelConfig,
+    cfg: ModelParams,
     seed: int,
     texts: tuple[Mapping[str, str], Mapping[str, str]],
     workers: int = 1,
     threads: int = 1,
+    runner: Callable[..., list[Any]] | None = None,
 ) -> dict[Key, Tensor]:
     """The frozen bottom's states of every query and document of ``texts`` (in the order
     of :meth:`Ranker.warm`'s batches; empty for a family that encodes pairs or without
-    ``train_layers``), computed in ``workers`` processes of ``threads`` torch threads."""
+    ``train_layers``), computed in ``workers`` processes of ``threads`` torch threads by
+    ``runner`` (the trainer's ``pipeline.train.jobs.run_jobs``, passed in by the stage: this
+    layer imports no trainer); without one, in this process."""
     from pipeline.models.registry import get_family
-    from pipeline.train.jobs import run_jobs
 
     if not get_family(cfg.arch).per_text:
         return {}
@@ -102,7 +105,9 @@ def compute_features(
     ranker = _ranker(setup)  # states already cached in this process are not computed again
     batches = ranker.warm_batches(list(texts[0]), list(texts[1]))
     jobs = [_Batch(i, keys) for i, keys in enumerate(batches)]
-    for states in run_jobs(_fill, setup, jobs, workers, threads):
+    done = (runner(_fill, setup, jobs, workers, threads) if runner is not None
+            else [_fill(setup, job, None) for job in jobs])  # fmt: skip
+    for states in done:
         ranker.preload(states)
     cached = ranker.features()
     computed = [k for keys in batches for k in keys]  # as Ranker.warm orders them

@@ -9,6 +9,7 @@ import torch
 
 from pipeline.models.features import compute_features, save_features
 from pipeline.models.registry import build_ranker
+from pipeline.train.jobs import run_jobs
 from tests.unit.tiny_rankers import DOCS, QUERIES, tiny_config
 
 # 150 texts of different lengths: three length-sorted batches of 64
@@ -23,7 +24,7 @@ def _texts() -> tuple[dict[str, str], dict[str, str]]:
 def test_two_processes_give_the_states_of_one(tmp_path: Path) -> None:
     cfg = tiny_config("bi_encoder", train_layers=1)
     one = compute_features(cfg, 3, _texts(), workers=1)
-    two = compute_features(cfg, 3, _texts(), workers=2)
+    two = compute_features(cfg, 3, _texts(), workers=2, runner=run_jobs)
     ranker = build_ranker(cfg, 3)
     ranker.bind(*_texts())
     ranker.warm(list(QUERIES), list(DOCS_MANY))
