@@ -8,6 +8,8 @@ import logging
 from collections.abc import Sequence
 
 from pipeline import paths
+from pipeline.deps import unstaged_methods
+from pipeline.errors import InputError
 from pipeline.params import FIRST_STAGE, REFERENCE_ROWS
 from pipeline.report.build import build_report
 from stages.common import run_stage, setup
@@ -20,6 +22,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     params = ns.params
     # The method list comes from params, not from a glob: removed methods leave stale files.
     methods = list(params.methods)
+    if missing := unstaged_methods(methods):
+        raise InputError(f"methods {missing} of params.yaml have no stages in dvc.yaml: run "
+                         "`python -m pipeline.deps --write`, then `dvc repro`")  # fmt: skip
     written = build_report(
         [*REFERENCE_ROWS, *methods],
         eval_dir=paths.EVAL,
