@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.error("%s", e)
         return 2
     if ns.show:
-        return _show(new, ns.show)
+        return _show(new, ns.show, ns.params)
     if ns.write:
         if new != text:
             ns.dvc_yaml.write_text(new, encoding="utf-8")
@@ -212,16 +212,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 1
 
 
-def _show(text: str, target: str) -> int:
-    """Print the deps of stage ``target`` (``train@baseline``) with the `vars` resolved."""
+def resolved_deps(text: str, target: str, params: Mapping[str, Any]) -> list[str]:
+    """The deps of stage ``target`` (``train@baseline``) of dvc.yaml ``text`` as DVC resolves
+    them: the item's slots, ``${key}`` and ``${model.arch}`` (from the raw ``params``)."""
     doc = yaml.safe_load(text)
     name, _, key = target.partition("@")
     stage = doc["stages"].get(name)
     if stage is None:
-        log.error("no stage %r in dvc.yaml; known: %s", name, sorted(doc["stages"]))
-        return 2
-    item = doc["vars"][0][VARS].get(key, {}) if key else {}
+        raise InputError(f"no stage {name!r} in dvc.yaml; known: {sorted(doc['stages'])}")
+    table: dict[str, dict[str, str]] = next(
+        (v[VARS] for v in doc.get("vars") or [] if VARS in v), {}
+    )
+    item = table.get(key, {})
+    out = []
     for dep in stage.get("do", stage).get("deps", []):
-        dep = re.sub(r"\$\{item\.(\w+)\}", lambda m: item.get(m.group(1), m.group(0)), dep)
-        sys.stdout.write(dep.replace("${key}", key) + "\n")
+        dep = re.sub(r"\$\{item\.(\w+)\}", lambda m: str(item[m.group(1)]), dep)
+        dep = dep.replace("${key}", key).replace("${model.arch}", str(params["model"]["arch"]))
+        out.append(dep)
+    return out
+
+
+def _show(text: str, target: str, params: Path) -> int:
+    raw = yaml.safe_load(params.read_text(encoding="utf-8"))
+    sys.stdout.writelines(f"{dep}\n" for dep in resolved_deps(text, target, raw))
     return 0
