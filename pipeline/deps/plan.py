@@ -44,6 +44,7 @@ of ``dataset.name``, the ``model`` family of ``model.arch``, the method's ``orde
 ``loss`` terms."""
 PER_METHOD = frozenset({"ordering", "loss"})
 _MODULE = re.compile(r"python -m ([\w.]+)")
+_SLOT = re.compile(r"^\$\{item\.\w+_\d+\}$")
 
 
 @dataclass
@@ -126,7 +127,7 @@ def _module(stage: Mapping[str, Any]) -> str | None:
 
 def _is_code(dep: str) -> bool:
     path = dep.split("${", 1)[0]
-    if dep.startswith("${item.") or dep == FAMILY:
+    if _SLOT.match(dep) or dep == FAMILY:
         return True
     under = path.startswith(("pipeline/", "stages/")) or path in ("pipeline", "stages")
     return under and not Path(path).is_relative_to(RESOURCES)
