@@ -192,3 +192,19 @@ def test_the_graph_holds_what_importing_a_stage_loads() -> None:
     allowed = graph.closure({"stages.train"}) | graph.closure(records)
     assert loaded - allowed == set()
     assert "pipeline.train.loop" in loaded and "pipeline.train.losses.margin" in loaded
+
+
+def test_the_report_names_a_method_without_stages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A method added to params.yaml without `--write` has no stages: the report stops with
+    the method and the command, not with a missing file."""
+    from stages import report
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["methods"]["brand_new"] = dict(params["methods"]["baseline"])
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    shutil.copy(ROOT / "dvc.yaml", tmp_path / "dvc.yaml")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match=r"methods \['brand_new'\] of params.yaml have no stages"):
+        report.main([])
