@@ -62,11 +62,17 @@ def _status(repo: Path) -> set[str]:
 
 
 def _dvc_deps(repo: Path) -> dict[str, set[str]]:
+    """Each stage's file and folder deps as DVC resolves them (not its params.yaml)."""
+    from dvc.dependency.param import ParamsDependency
     from dvc.repo import Repo
 
     with Repo(str(repo)) as dvc:
-        return {s.addressing: {Path(d.def_path).as_posix() for d in s.deps}
-                for s in dvc.index.stages}  # fmt: skip
+        return {
+            s.addressing: {
+                Path(d.def_path).as_posix() for d in s.deps if not isinstance(d, ParamsDependency)
+            }
+            for s in dvc.index.stages
+        }
 
 
 def _holders(deps: dict[str, set[str]], path: str) -> set[str]:
