@@ -12,6 +12,7 @@ that method's stages and the report: tests/stages/test_ordering_plugin.py.)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -57,7 +58,7 @@ def repo(tiny_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _status(repo: Path) -> set[str]:
     from dvc.repo import Repo
 
-    with Repo(str(repo)) as dvc:
+    with contextlib.chdir(repo), Repo(".") as dvc:  # stage names without a path
         return set(dvc.status())
 
 
@@ -66,7 +67,7 @@ def _dvc_deps(repo: Path) -> dict[str, set[str]]:
     from dvc.dependency.param import ParamsDependency
     from dvc.repo import Repo
 
-    with Repo(str(repo)) as dvc:
+    with contextlib.chdir(repo), Repo(".") as dvc:
         return {
             s.addressing: {
                 Path(d.def_path).as_posix() for d in s.deps if not isinstance(d, ParamsDependency)
