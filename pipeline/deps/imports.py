@@ -46,9 +46,10 @@ class Graph:
     collectors: set[str] = field(default_factory=set)
 
     def closure(self, modules: Iterable[str]) -> set[str]:
-        """``modules`` and every project module they import, transitively."""
+        """``modules``, their packages (``python -m stages.x`` runs ``stages/__init__.py``)
+        and every project module they import, transitively."""
         seen: set[str] = set()
-        todo = [m for m in modules]
+        todo = [p for m in modules for p in _parents(m) if p in self.files]
         while todo:
             m = todo.pop()
             if m in seen:

@@ -161,8 +161,8 @@ def test_the_import_graph_reads_what_python_runs(tmp_path: Path) -> None:
     }  # fmt: skip
     assert graph.edges["pipeline.sub"] == {"pipeline", "pipeline.b"}
     assert graph.closure({"stages.s"}) == {
-        "stages.s", "pipeline", "pipeline.a", "pipeline.b", "pipeline.sub", "pipeline.sub.c",
-        "pipeline.runtime_only", "pipeline.sub.deep", "pipeline.named",
+        "stages", "stages.s", "pipeline", "pipeline.a", "pipeline.b", "pipeline.sub",
+        "pipeline.sub.c", "pipeline.runtime_only", "pipeline.sub.deep", "pipeline.named",
     }  # fmt: skip
     assert {p.as_posix() for p in graph.resources["pipeline.a"]} == {
         "pipeline/resources/lists",
