@@ -1,22 +1,22 @@
 """Kill campaign: a resumed training run is identical to the byte, wherever the kill lands.
 
-`dvc repro --force -s train@baseline` of the tiny profile, with a checkpoint every 4 of its
-24 steps per fold, is killed with SIGKILL again and again, each rerun resuming what the last
-one left, and only then run to the end; the model directories, the runs, the training curve
-and dvc.lock must then be byte-identical to the uninterrupted run, with no checkpoint behind,
-and the metrics recomputed from the resumed runs identical too. After each kill
+`dvc repro --force -s train@baseline` of the tiny profile, with a checkpoint every 4 of its 24
+steps per fold, is killed with SIGKILL again and again, each rerun resuming what the last one
+left, and only then run to the end; the model directories, the runs, the training curve and
+dvc.lock must then be byte-identical to the uninterrupted run, with no checkpoint behind, and
+the metrics recomputed from the resumed runs identical too. After each kill
 `python -m pipeline.doctor --fix` repairs whatever it left (usually nothing).
 
 Two chains cover the kill sites with 6 kills and two completed reruns (issue 34: 10 kills at
-random moments and six completed runs took 8-11 min). The first kills the stage where it
-writes, in the order a run reaches them: inside the 2nd checkpoint write of fold 0 (an empty
-temporary file left), inside fold 0's model save after its last checkpoint (the kill that
-used to change `tokenizer.json`, issue 24), and inside fold 1's model save; the rerun then
-retrains fold 0 (its checkpoint went with its saved model) and resumes fold 1. The second
-kills the whole command (DVC's own bookkeeping included: its process group is killed) at 3
-random moments, each rerun resuming the last one: mid-training, the rerank and DVC's hashing
-and lock writing are where those land. The kills where DVC itself writes (a cut `dvc.lock`
-or rwlock) are tests/robustness/test_doctor.py's.
+random moments and six completed runs took 162 s on a quiet 2-core machine, these 99 s). The
+first kills the stage where it writes, in the order a run reaches them: inside the 2nd
+checkpoint write of fold 0 (an empty temporary file left), inside fold 0's model save after its
+last checkpoint (the kill that used to change `tokenizer.json`, issue 24), and inside fold 1's
+model save; the rerun then retrains fold 0 (its checkpoint went with its saved model) and
+resumes fold 1. The second kills the whole command (DVC's own bookkeeping included: its process
+group is killed) at 3 random moments, each rerun resuming the last one: mid-training, the rerank
+and DVC's hashing and lock writing are where those land. The kills where DVC itself writes (a
+cut `dvc.lock` or rwlock) are tests/robustness/test_doctor.py's.
 """
 
 from __future__ import annotations

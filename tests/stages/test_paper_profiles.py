@@ -1,16 +1,17 @@
 """The paper-scale profiles end to end through DVC, on the real ir_datasets code, offline.
 
 Each profile of `tests/stages/paper_profiles.py` (docs/paper-scale.md's commands, shrunk to the
-miniature cache of `tests/irds_miniature.py`) runs `dvc repro` in a throw-away repository,
-with every Python process unable to reach the network. The 215-query profile runs the whole
-pipeline: extract → score → candidates → order → train (two steps of the tiny random BERT,
-the default 3 seeds) → evaluate → report and audit. The other two run what differs from it
-and no more (issue 34: the three full runs took ~9 min of CI): the 1,765-query profile differs
-only before training (bm25s over the whole collection as the first stage, its query set and
-candidate depth), so it runs the data stages, the first stage's evaluation and the audit; the
-TREC Fair 2022 profile (another source, the track's alignments, the default bi-encoder) runs
+miniature cache of `tests/irds_miniature.py`) runs `dvc repro` in a throw-away repository, with
+every Python process unable to reach the network. The 215-query profile runs the whole pipeline:
+extract → score → candidates → order → train (two steps of the tiny random BERT, the default 3
+seeds) → evaluate → report and audit. The other two run what differs from it and no more (issue
+34: three full runs took 396 s on a quiet 2-core machine, these 262 s): the 1,765-query profile
+differs only before training (bm25s over the whole collection as the first stage, its query set
+and candidate depth), so it runs the data stages, the first stage's evaluation and the audit;
+the TREC Fair 2022 profile (another source, the track's alignments, the default bi-encoder) runs
 everything for the baseline alone (LWS's reading of the training candidates is the 215
-profile's)."""
+profile's).
+"""
 
 from __future__ import annotations
 
