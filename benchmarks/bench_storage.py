@@ -87,6 +87,8 @@ def make_repo(
         if max_steps is not None:
             params["train"]["max_steps"] = max_steps
         (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        if (dest / "pipeline" / "deps").is_dir():  # per-method stages follow params' methods
+            run([sys.executable, "-m", "pipeline.deps", "--write"], dest)
     config = (dest / ".dvc" / "config").read_text()
     (dest / ".dvc" / "config").unlink()
     for cmd in (["git", "init", "-q"], ["git", "config", "user.email", "b@example.org"],

@@ -112,8 +112,17 @@ def log_discount(rank: np.ndarray) -> np.ndarray:
 def fair_discount(rank: np.ndarray, dtype: type[np.floating] = np.float64) -> np.ndarray:
     """The discount `1 / log2(max(r, 2))` of 1-based ranks, in `dtype`: AWRF, expected
     exposure and the TREC Fair 2022 track (whose code computes it in float32), the one place
-    it is written."""
-    return np.reciprocal(np.log2(np.maximum(np.asarray(rank), 2).astype(dtype)))
+    it is written.
+
+    In float32 the logarithm is the correctly rounded one on every CPU: numpy's float32
+    `log2` dispatches by CPU (its AVX-512 kernel is off by 1 ULP at ranks 6, 12, 99, 173, …;
+    numpy allows 3 ULP), so it is taken in float64 (numpy: within 1 ULP on every path) and
+    rounded once; for every rank up to 10⁶ the float64 value is > 64 ULP away from a float32
+    rounding boundary, so the rounding cannot depend on the CPU
+    (tests/unit/test_trec_fair2022.py; docs/decisions.md, "A CPU-independent discount").
+    The reciprocal is an IEEE division, correctly rounded in either type."""
+    ranks = np.maximum(np.asarray(rank), 2).astype(np.float64)
+    return np.reciprocal(np.log2(ranks).astype(dtype))
 
 
 def mean_weight(k: int) -> PositionWeight:

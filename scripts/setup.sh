@@ -13,7 +13,16 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 # pip repeats a harmless warning per package about missing local index folders on some hosts.
 quiet() { grep -v "^WARNING: Location 'file:" || true; }
-if [ ! -x .venv/bin/python ]; then
+# .venv is ours only as a folder made here: a symbolic link (a dangling one, or one into
+# another checkout's environment, which we would change) or a folder whose Python does not
+# run (copied from another machine) is refused with what to do, never deleted for you.
+if [ -L .venv ]; then
+  echo "Error: .venv is a symbolic link (to $(readlink .venv)), not this checkout's environment; remove the link (rm .venv) and rerun bash scripts/setup.sh" >&2
+  exit 1
+elif [ -e .venv ] && ! .venv/bin/python -c "" 2>/dev/null; then
+  echo "Error: .venv exists but .venv/bin/python does not run (an environment from another machine or a broken one); remove it (rm -rf .venv) and rerun bash scripts/setup.sh" >&2
+  exit 1
+elif [ ! -e .venv ]; then
   "$PY" -m venv .venv
 fi
 # CPU wheel first: an unpinned torch requirement would pull several GB of CUDA packages.

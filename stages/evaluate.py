@@ -2,9 +2,8 @@
 
 Writes `eval/<method>/per_query.parquet` + `metrics.json` and `metrics/<method>.json` (flat
 keys such as `MRR@10`, for `dvc metrics diff`). With `train.seeds`, one `eval/<method>/seed-<n>/`
-folder per seed, and the method's metrics are the means over seeds, with their standard
-deviations under `std` and the seeds under `seeds` (pipeline/metrics/runner.py).
-"""
+folder per seed; the method's metrics are the means over seeds, their standard deviations
+under `std` (pipeline/metrics/runner.py)."""
 
 from __future__ import annotations
 
@@ -36,8 +35,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         shared = runner.read_shared()
         runs = runner.read_runs(m, seeds, shared, ns.first_stage)
     submit = get_source(ns.params.dataset.name).submissions  # e.g. TREC Fair's formats
-    info = runner.run_info(m, shared.doc_scores, shared.complexity)
-    per_seed: dict[int, dict[str, float]] = {}
+    info, per_seed = runner.run_info(m, shared.doc_scores, shared.complexity), {}
     for seed, sub, run in runs:
         with clock("metrics"):
             per_seed[seed], per_query = runner.evaluate_run(run, shared, p)

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 from pipeline import io, paths, schemas
 from pipeline.data import get_source
+from pipeline.deps import unstaged_methods
+from pipeline.errors import InputError
 from pipeline.params import FIRST_STAGE, REFERENCE_ROWS
 from pipeline.report.build import build_report
 from pipeline.report.per_query import folds_of
@@ -20,8 +22,10 @@ log = logging.getLogger("stages.report")
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv)
     params = ns.params
-    # The method list comes from params, not from a glob: removed methods leave stale files.
-    methods = list(params.methods)
+    methods = list(params.methods)  # from params, not a glob: removed methods leave stale files
+    if missing := unstaged_methods(methods):
+        raise InputError(f"methods {missing} of params.yaml have no stages in dvc.yaml: run "
+                         "`python -m pipeline.deps --write`, then `dvc repro`")  # fmt: skip
     written = build_report(
         [*REFERENCE_ROWS, *methods],
         eval_dir=paths.EVAL,
@@ -29,11 +33,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         cutoffs=params.evaluate.cutoffs,
         baseline=methods[0],
         reference=REFERENCE_ROWS,
-        info={
-            "dataset": params.dataset.name,
-            "model": f"{params.model.name} ({params.model.arch})",
-            "evaluation": _evaluation(params.dataset.folds),
-        },
+        info={"dataset": params.dataset.name, "model": f"{params.model.name} ({params.model.arch})",
+              "evaluation": _evaluation(params.dataset.folds)},
         plots_dir=paths.REPORT_PLOTS,
         train_dir=paths.LIVE,
         correction=params.report.correction,

@@ -64,6 +64,7 @@ from benchmarks.rehearsal.generate import FULL_PASSAGES, FULL_TRIPLES, GenConfig
 log = logging.getLogger("benchmarks.rehearsal")
 ROOT = Path(__file__).resolve().parents[2]
 BEFORE = "43221ef"
+LOCAL = "<a local folder: not recorded>"
 LIGHT_STAGES, MODEL_STAGES = stages.LIGHT, stages.MODEL
 ORDER_METHODS = {"shuffle": "baseline", "curriculum": "curriculum_low_high", "lws": "lws"}
 
@@ -647,7 +648,8 @@ def main(argv: list[str] | None = None) -> None:
     body.update(
         date=dt.date.today().isoformat(),
         machine=machine(),
-        args={k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        # a folder of this machine is not a result (and would name a local path in git)
+        args={k: LOCAL if isinstance(v, Path) else v for k, v in vars(args).items()},
         sizes=sizes,
     )
     if args.models and not args.report_only:

@@ -75,11 +75,13 @@ def repo(tiny_repo: Path, tmp_path: Path) -> Path:
 def test_readme_commands_repair_a_file_dvc_was_killed_writing(repo: Path, state: str) -> None:
     command, fault, target = KILLS[state]
     before = _digests(repo)
+    whole = (repo / target).read_bytes() if (repo / target).is_file() else b""
     killed = subprocess.run([sys.executable, "-m", "dvc", *command], cwd=repo, env=env(fault),
                             capture_output=True, text=True, timeout=900)  # fmt: skip
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     cut = (repo / target).read_bytes()
-    assert cut and not cut.endswith(b"\n") and len(cut) < 40_000  # half of what DVC wrote
+    # half of what DVC wrote (dvc commit rewrites the same dvc.lock)
+    assert cut and not cut.endswith(b"\n") and len(cut) < max(len(whole), 40_000)
     broken = run([sys.executable, "-m", "dvc", "status"], repo, check=False)
     if state == "rwlock":  # the campaign's message; a cut dvc.lock may still parse (see doctor)
         assert broken.returncode != 0 and "Unable to read RWLock-file" in broken.stderr

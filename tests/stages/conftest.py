@@ -54,8 +54,15 @@ def tiny_params(overrides: Path) -> str:
     return yaml.safe_dump(_merge(base, over), sort_keys=False)
 
 
+def write_deps(repo: Path) -> None:
+    """Generate `repo`'s dvc.yaml code deps for its params.yaml and code (its per-method stages
+    are the methods of its params): `python -m pipeline.deps --write` with its own pipeline."""
+    run([sys.executable, "-m", "pipeline.deps", "--write"], repo)
+
+
 def make_repo(dest: Path, params: Path) -> Path:
-    """A git+DVC repository with the project's pipeline and `params` merged over params.yaml."""
+    """A git+DVC repository with the project's pipeline and `params` merged over params.yaml
+    (dvc.yaml's code deps generated for them)."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in COPY:
         src = ROOT / name
@@ -64,6 +71,7 @@ def make_repo(dest: Path, params: Path) -> Path:
         else:
             shutil.copy(src, dest / name)
     (dest / "params.yaml").write_text(tiny_params(params))
+    write_deps(dest)
     run(["git", "init", "-q"], dest)
     run(["git", "config", "user.email", "t@example.org"], dest)
     run(["git", "config", "user.name", "t"], dest)

@@ -115,10 +115,11 @@ def test_unknown_method_stage_error(tiny_repo: Path, tmp_path: Path) -> None:
 
 
 def test_ill_typed_param_stops_repro(tmp_path: Path, dvc: Dvc) -> None:
-    params = tmp_path / "params.yaml"
-    text = (ROOT / "tests/data/params_tiny.yaml").read_text()
+    repo = make_repo(tmp_path / "r", ROOT / "tests/data/params_tiny.yaml")
+    params = repo / "params.yaml"  # ill-typed after dvc.yaml's deps were generated from it
+    text = params.read_text()
+    assert "test_fraction: 0.4" in text
     params.write_text(text.replace("test_fraction: 0.4", "test_fraction: lots"))
-    repo = make_repo(tmp_path / "r", params)
     proc = dvc(repo, "repro", "extract", check=False)
     assert proc.returncode != 0
     assert (

@@ -158,4 +158,4 @@ def test_source_names_code_trees_and_a_dirty_tree(tmp_path: Path) -> None:
 def test_remote_urls_lose_credentials_and_local_paths() -> None:
     assert _public_url("https://user:tok@github.com/o/r.git") == "https://github.com/o/r.git"
     assert _public_url("git@github.com:o/r.git") == "git@github.com:o/r.git"
-    assert _public_url("/work/main") is None and _public_url(None) is None
+    assert _public_url("/srv/git/fair-ranking") is None and _public_url(None) is None

@@ -87,10 +87,12 @@ class _Patcher(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def __init__(self, module: str, attribute: str, kind: str, nth: int) -> None:
         self.args = (module, attribute, kind, nth)
-        self.spec: importlib.machinery.ModuleSpec | None = None
+        self.done = False
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != self.args[0] or self.spec is not None:
+        # Every lookup gets a spec (a probe such as transformers' `find_spec("torch")` imports
+        # nothing); the module is wrapped when it is executed, once.
+        if fullname != self.args[0] or self.done:
             return None
         sys.meta_path.remove(self)
         try:
@@ -99,7 +101,7 @@ class _Patcher(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             sys.meta_path.insert(0, self)
         if spec is None or spec.loader is None:
             return None
-        self.spec, self.inner = spec, spec.loader
+        self.inner = spec.loader
         spec.loader = self
         return spec
 
@@ -107,6 +109,7 @@ class _Patcher(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return self.inner.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
+        self.done = True
         self.inner.exec_module(module)
         _wrap(module, *self.args[1:])
 

@@ -1,0 +1,239 @@
+"""The code deps of every stage of dvc.yaml and the rewrite of its deps lists (see
+`pipeline.deps`)."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import logging
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipeline.deps import VARS, dvcyaml
+from pipeline.deps.imports import RESOURCES, Graph, scan
+from pipeline.deps.records import REGISTRIES, record_modules, referenced_losses
+from pipeline.errors import InputError
+from pipeline.params import Params, load_params
+
+log = logging.getLogger(__name__)
+
+FAMILY = "pipeline/models/${model.arch}.py"
+"""The model family's file, resolved by DVC from the run's params."""
+USES: dict[str, tuple[str, ...]] = {
+    "stages.extract": ("sources",),  # dataset.name picks one; -S may switch it
+    "stages.score": (),
+    "stages.candidates": (),
+    "stages.transfer_data": (),
+    "stages.features": ("model",),
+    "stages.order": ("ordering",),
+    "stages.train": ("loss", "ordering", "model", "source"),  # the model card names the
+    "stages.rerank": ("model", "source"),  # ordering's and source's settings
+    "stages.evaluate": ("metrics",),
+    "stages.audit": ("metrics",),
+    "stages.curriculum_figure": (),
+    "stages.report": ("metrics",),
+}
+"""The plug-in records each stage module runs: all ``sources`` / ``metrics``, the ``source``
+of ``dataset.name``, the ``model`` family of ``model.arch``, the method's ``ordering`` and
+``loss`` terms."""
+PER_METHOD = frozenset({"ordering", "loss"})
+_MODULE = re.compile(r"python -m ([\w.]+)")
+_SLOT = re.compile(r"^\$\{item\.\w+_\d+\}$")
+
+
+@dataclass
+class StageDeps:
+    """The generated code deps of one stage: ``shared`` by all its items, and per method
+    (per-method stages only) the files beyond those."""
+
+    module: str
+    shared: list[str]
+    per_method: dict[str, list[str]] = field(default_factory=dict)
+
+
+class Planner:
+    """Computes `StageDeps` from the import graph, the registries and the params."""
+
+    def __init__(self, root: Path, params: Params) -> None:
+        self.graph: Graph = scan(root)
+        self.params = params
+        self.records = {kind: record_modules(kind) for kind in REGISTRIES}
+        unknown = self.graph.collectors - {r.collector for r in REGISTRIES.values()}
+        if unknown:
+            raise InputError(
+                f"pipeline.deps: {sorted(unknown)} discover plug-in files (`collect`) but are "
+                "not registries of pipeline/deps/records.py; add them there"
+            )
+
+    def files(self, modules: set[str]) -> set[str]:
+        """The files of the closure of ``modules`` and their resources (a file inside a
+        listed resource folder left out)."""
+        paths = self.graph.paths(self.graph.closure(modules))
+        return {p.as_posix() for p in paths if not any(a in paths for a in p.parents)}
+
+    def _uses(self, module: str) -> tuple[str, ...]:
+        if module in USES:
+            return USES[module]
+        closure = self.graph.closure({module})  # not declared: every registry it loads
+        kinds = [k for k, r in REGISTRIES.items() if r.collector in closure]
+        return tuple("model" if k == "models" else k for k in kinds)
+
+    def _selected(self, use: str, method: str | None) -> tuple[set[str], list[str]]:
+        """Record modules of ``use`` (and template lines) for the stage / ``method``."""
+        if use in ("sources", "metrics", "losses", "orderings"):
+            return set(self.records[use].values()), []
+        if use == "source":
+            return {self.records["sources"][self.params.dataset.name]}, []
+        if use == "model":
+            families = set(self.records["models"].values())
+            beyond = set().union(*(self.graph.closure({f}) - {f} for f in families))
+            return beyond, [FAMILY]
+        assert method is not None, use
+        m = self.params.methods[method]
+        if use == "ordering":
+            return {self.records["orderings"][m.ordering]}, []
+        names = [*m.loss, *referenced_losses(m.terms, self.records["losses"])]
+        return {self.records["losses"][n] for n in names}, []
+
+    def stage(self, module: str, methods: Sequence[str] | None) -> StageDeps:
+        uses = self._uses(module)
+        modules = {module}
+        lines: list[str] = []
+        for use in (u for u in uses if u not in PER_METHOD):
+            chosen, templates = self._selected(use, None)
+            modules |= chosen
+            lines += templates
+        shared = self.files(modules)
+        out = StageDeps(module, [*sorted(shared), *lines])
+        for method in methods or ():
+            own: set[str] = set()
+            for use in (u for u in uses if u in PER_METHOD):
+                own |= self._selected(use, method)[0]
+            out.per_method[method] = sorted(self.files(own) - shared)
+        return out
+
+
+def _module(stage: Mapping[str, Any]) -> str | None:
+    body = stage.get("do", stage)
+    match = _MODULE.search(str(body.get("cmd", "")))
+    return match.group(1) if match else None
+
+
+def _is_code(dep: str) -> bool:
+    path = dep.split("${", 1)[0]
+    if _SLOT.match(dep) or dep == FAMILY:
+        return True
+    under = path.startswith(("pipeline/", "stages/")) or path in ("pipeline", "stages")
+    return under and not Path(path).is_relative_to(RESOURCES)
+
+
+def _outermost(deps: list[str]) -> list[str]:
+    """``deps`` without the paths inside another listed path (a file in a listed folder)."""
+    listed = set(deps)
+    return [d for d in deps if not any(a.as_posix() in listed for a in Path(d).parents)]
+
+
+def render(text: str, root: Path, params: Params) -> str:
+    """``text`` (dvc.yaml) with every stage's code deps generated and the `vars` block."""
+    doc = yaml.safe_load(text)
+    planner = Planner(root, params)
+    methods = list(params.methods)
+    lines = text.splitlines()
+    table: dict[str, dict[str, str]] = {
+        m: {"ordering": params.methods[m].ordering} for m in methods
+    }
+    for name, stage in doc["stages"].items():
+        module = _module(stage)
+        if module is None or module not in planner.graph.files:
+            continue
+        per_method = stage.get("foreach") in ("${methods}", f"${{{VARS}}}")
+        plan = planner.stage(module, methods if per_method else None)
+        slots = max((len(v) for v in plan.per_method.values()), default=0)
+        for m, own in plan.per_method.items():
+            padded = own + [own[-1] if own else plan.shared[0]] * (slots - len(own))
+            table[m] |= {f"{name}_{i + 1}": f for i, f in enumerate(padded)}
+        generated = plan.shared + [f"${{item.{name}_{i + 1}}}" for i in range(slots)]
+        old = (stage.get("do", stage)).get("deps") or []
+        kept = [d for d in old if not _is_code(str(d)) and d not in generated]
+        dvcyaml.set_deps(lines, name, _outermost(generated + kept))
+        if per_method:
+            dvcyaml.set_foreach(lines, name, f"${{{VARS}}}")
+    note = [
+        "(do not edit; `--check` fails when it is stale): per method, its ordering and the",
+        "plug-in files its per-method stages run beyond their shared deps (pipeline/deps).",
+    ]
+    dvcyaml.set_vars(lines, dvcyaml.vars_block(VARS, table, note))
+    out = "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+    dvcyaml.check_only_deps_changed(text, out)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import pipeline.deps
+
+    doc = pipeline.deps.__doc__
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        "python -m pipeline.deps", description=doc, formatter_class=raw
+    )
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="rewrite dvc.yaml's code deps")
+    mode.add_argument("--check", action="store_true", help="exit 1 (with a diff) if stale")
+    mode.add_argument("--show", metavar="STAGE", help="print one stage's deps as DVC reads them")
+    parser.add_argument("--dvc-yaml", default="dvc.yaml", type=Path)
+    parser.add_argument("--params", default="params.yaml", type=Path)
+    ns = parser.parse_args(argv)
+    logging.basicConfig(level="INFO", format="%(levelname)s %(name)s: %(message)s")
+    try:
+        text = ns.dvc_yaml.read_text(encoding="utf-8")
+        new = render(text, ns.dvc_yaml.resolve().parent, load_params(ns.params))
+    except (OSError, InputError) as e:
+        log.error("%s", e)
+        return 2
+    if ns.show:
+        return _show(new, ns.show, ns.params)
+    if ns.write:
+        if new != text:
+            ns.dvc_yaml.write_text(new, encoding="utf-8")
+        log.info("%s: code deps %s", ns.dvc_yaml, "rewritten" if new != text else "up to date")
+        return 0
+    if new == text:
+        log.info("%s: code deps up to date", ns.dvc_yaml)
+        return 0
+    diff = difflib.unified_diff(text.splitlines(True), new.splitlines(True),
+                                str(ns.dvc_yaml), f"{ns.dvc_yaml} (generated)")  # fmt: skip
+    sys.stdout.writelines(diff)
+    log.error("%s is stale: run `python -m pipeline.deps --write` and commit it", ns.dvc_yaml)
+    return 1
+
+
+def resolved_deps(text: str, target: str, params: Mapping[str, Any]) -> list[str]:
+    """The deps of stage ``target`` (``train@baseline``) of dvc.yaml ``text`` as DVC resolves
+    them: the item's slots, ``${key}`` and ``${model.arch}`` (from the raw ``params``)."""
+    doc = yaml.safe_load(text)
+    name, _, key = target.partition("@")
+    stage = doc["stages"].get(name)
+    if stage is None:
+        raise InputError(f"no stage {name!r} in dvc.yaml; known: {sorted(doc['stages'])}")
+    table: dict[str, dict[str, str]] = next(
+        (v[VARS] for v in doc.get("vars") or [] if VARS in v), {}
+    )
+    item = table.get(key, {})
+    out = []
+    for dep in stage.get("do", stage).get("deps", []):
+        dep = re.sub(r"\$\{item\.(\w+)\}", lambda m: str(item[m.group(1)]), dep)
+        dep = dep.replace("${key}", key).replace("${model.arch}", str(params["model"]["arch"]))
+        out.append(dep)
+    return out
+
+
+def _show(text: str, target: str, params: Path) -> int:
+    raw = yaml.safe_load(params.read_text(encoding="utf-8"))
+    sys.stdout.writelines(f"{dep}\n" for dep in resolved_deps(text, target, raw))
+    return 0
