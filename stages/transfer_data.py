@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pipeline import io, schemas
 from pipeline.bias.lexicon import load_lexicon, load_wordlist
 from pipeline.bias.scoring import score_documents
-from pipeline.data.genderbias_qa import load_genderbias_qa
+from pipeline.data.genderbias_qa import load_shipped
 from pipeline.retrieval.bm25 import bm25_topk
 from pipeline.retrieval.folds import fill
 from stages.common import run_stage, setup
@@ -24,7 +24,7 @@ OUT = "data/transfer"
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv)
     t, c, s = ns.params.transfer, ns.params.candidates, ns.params.score
-    coll = load_genderbias_qa(splits=tuple(t.splits))
+    coll = load_shipped(splits=tuple(t.splits))
     judged = dict(coll.qrels.group_by("query_id").agg("doc_id").iter_rows())
     cands = bm25_topk(coll.corpus, coll.queries, k=c.top_k, k1=c.k1, b=c.b)
     cands = fill(cands, coll.queries, coll.corpus["doc_id"], judged, c.top_k, c.fill_seed)

@@ -26,9 +26,13 @@ from pathlib import Path
 
 import polars as pl
 
+from pipeline.errors import InputError
+from pipeline.manifest import verify
 
-class DataError(ValueError):
+
+class DataError(InputError):
     """A shipped GenderBias-QA file is missing or malformed (names the file and row)."""
+
 
 RESOURCE_DIR = Path(__file__).resolve().parents[1] / "resources" / "genderbias_qa"
 SPLITS = ("test", "train")
@@ -92,3 +96,10 @@ def load_genderbias_qa(root: Path = RESOURCE_DIR, splits: tuple[str, ...] = SPLI
     docs = pl.concat(corpus).sort("doc_id")
     qrels = docs.select("query_id", "doc_id", pl.lit(1, pl.Int64).alias("relevance"))
     return Collection(docs.drop("query_id"), pl.concat(queries), qrels.sort("query_id", "doc_id"))
+
+
+def load_shipped(splits: tuple[str, ...] = SPLITS) -> Collection:
+    """The shipped collection's ``splits``, its files checked against their manifest first
+    (``pipeline/manifest.py``): what the ``transfer_data`` stage reads."""
+    verify(RESOURCE_DIR, "GenderBias-QA")
+    return load_genderbias_qa(RESOURCE_DIR, splits)
