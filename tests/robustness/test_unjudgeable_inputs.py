@@ -6,8 +6,8 @@ stage rows run the real stages on a copy of the tiny profile.
 
 | input | before | now |
 |---|---|---|
-| run of which any document is unknown to the corpus, or has an empty text | exit 0, NFaiRR off | exit 2 |
-| run of which any query has no qrels; qrels of which any query has no ranking | exit 0, MRR off | exit 2 |
+| a document of the run unknown to the corpus, or with an empty text | exit 0, NFaiRR off | exit 2 |
+| a query of the run without qrels, or of the qrels without a ranking | exit 0, MRR off | exit 2 |
 | qrels of a query (or all) judging nothing relevant | exit 0, MRR 0 | exit 2 |
 | any of these with `--allow-partial` | — | the covered part alone, coverage first |
 | `--allow-partial` with nothing covered | NFaiRR 1.0000 | exit 2, no metric |
