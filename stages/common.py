@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from pipeline.errors import disk_full_line, is_disk_full, is_expected
 from pipeline.params import Params, load_params
@@ -17,7 +18,9 @@ Extra = Callable[[argparse.ArgumentParser], None]
 def setup(
     description: str, argv: Sequence[str] | None, method: bool = False, extra: Extra | None = None
 ) -> argparse.Namespace:
-    """Parse the stage's arguments, configure logging and load params.yaml into `ns.params`."""
+    """Parse the stage's arguments, configure logging and load params.yaml into `ns.params`;
+    under DVC, check first that the outputs of the stages before are in its cache
+    (`pipeline.dvc_cache.guard`)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--params", default="params.yaml", help="params file (default params.yaml)")
     if method:
@@ -30,6 +33,10 @@ def setup(
     for noisy in ("bm25s", "numba", "urllib3", "filelock", "fsspec"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     ns.params = load_params(ns.params)
+    if os.environ.get("DVC_STAGE"):  # run by DVC: an earlier stage's output lost on its way
+        from pipeline.dvc_cache import guard  # to the cache stops the run here (issue 32)
+
+        guard(Path.cwd())
     return ns
 
 
