@@ -110,3 +110,18 @@ def test_suspects_are_outputs_in_place_whose_objects_the_cache_lacks(tmp_path: P
     assert dvc_cache.suspects(tmp_path) == set()
     (cache / objects["a.txt"][:2] / objects["a.txt"][2:]).unlink()
     assert dvc_cache.suspects(tmp_path) == {("a", "a.txt")}
+
+
+def test_nothing_is_checked_under_no_commit(tmp_path: Path) -> None:
+    """`dvc repro --no-commit` keeps outputs out of the cache on purpose: the stages it runs
+    (its children) check nothing."""
+    import subprocess
+    import sys
+
+    code = "from pipeline.dvc_cache import _no_commit; print(_no_commit())"
+    for flag, expected in (("--no-commit", "True"), ("--force", "False")):
+        parent = [  # stands for `dvc repro <flag>`, whose stage runs `python -c ...`
+            "sh", "-c", f'"{sys.executable}" -c "{code}"', "dvc", flag
+        ]  # fmt: skip
+        out = subprocess.run(parent, cwd=ROOT, capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == expected, out
