@@ -169,18 +169,21 @@ def _holders(lock: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 def _stale_holders(root: Path, lock: dict[str, Any]) -> dict[int, str]:
     """``{pid: what runs under it now}`` of the lock's live PIDs that are not a DVC command
-    (or stage) running in ``root``; a process we may not inspect counts as DVC's."""
+    (or stage) running in ``root``. A dead PID is left to DVC (it removes those entries
+    itself); a process whose command line we may not read counts as DVC's; one that is DVC
+    but whose working directory we may not read (another user's) too."""
     out = {}
     for pid in sorted({int(i["pid"]) for i in _holders(lock)}):
         try:
             proc = psutil.Process(pid)
-            cmd, cwd = proc.cmdline(), proc.cwd()
-        except psutil.NoSuchProcess:
-            continue  # dead: DVC removes its entries itself
-        except psutil.AccessDenied:
+            cmd = proc.cmdline()
+            if _is_dvc(cmd):
+                cwd = proc.cwd()
+                if cwd and Path(cwd).resolve().is_relative_to(root):
+                    continue
+            out[pid] = " ".join(cmd)[:80] or proc.name()  # e.g. PID 1: init
+        except psutil.Error:  # gone meanwhile, or not ours to inspect
             continue
-        if not (_is_dvc(cmd) and cwd and Path(cwd).resolve().is_relative_to(root)):
-            out[pid] = " ".join(cmd)[:80] or proc.name()
     return out
 
 
