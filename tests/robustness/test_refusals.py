@@ -46,8 +46,12 @@ def _call(repo: Path, *argv: str, fault: str | None = None) -> subprocess.Comple
 
 @pytest.fixture()
 def repo(tiny_repo: Path, tmp_path: Path) -> Path:
+    """A copy of the tiny profile with its workspace back at HEAD (other tests run
+    experiments in the session's copy)."""
     copy = tmp_path / "repo"
     shutil.copytree(tiny_repo, copy, symlinks=True)
+    subprocess.run(["git", "reset", "-q", "--hard", "HEAD"], cwd=copy, check=True)
+    assert _call(copy, "dvc", "checkout", "-f", "-q").returncode == 0
     return copy
 
 
@@ -66,6 +70,7 @@ def test_a_refused_parameter_stops_before_any_output_is_touched(
     repo: Path, override: str, words: str
 ) -> None:
     before = _digests(repo)
+    experiments = _call(repo, "dvc", "exp", "list", "--name-only").stdout
     proc = _call(repo, "dvc", "exp", "run", "-S", override)
     assert proc.returncode != 0, proc.stdout + proc.stderr
     errors = [x for x in proc.stderr.splitlines() if "ERROR stages:" in x]
@@ -76,7 +81,7 @@ def test_a_refused_parameter_stops_before_any_output_is_touched(
     status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True,
                             text=True, check=True).stdout  # fmt: skip
     assert status == " M params.yaml\n"  # DVC leaves the -S value there, nothing else
-    assert _call(repo, "dvc", "exp", "list", "--name-only").stdout.strip() == ""
+    assert _call(repo, "dvc", "exp", "list", "--name-only").stdout == experiments  # none new
 
 
 def test_a_valid_change_invalidates_only_the_stages_that_read_it(repo: Path) -> None:
