@@ -3,33 +3,47 @@
 DVC rewrites ``.dvc/tmp/rwlock`` and ``dvc.lock`` in place, so a SIGKILL (an OOM kill, a
 closed laptop, a CI timeout) in the middle of either write leaves an empty or cut file, after
 which every ``dvc`` command fails (``Unable to read RWLock-file``, ``'./dvc.lock' validation
-failed``). A queue worker killed mid-experiment leaves the experiment ``Running`` for ever.
-A training run killed after a checkpoint, whose stage DVC then restores from its cache
-instead of running it, leaves the checkpoint behind. Checked in this order:
+failed``). A queue worker killed mid-experiment leaves the experiment ``Running`` for ever,
+and its temporary workspace on disk. A training run killed after a checkpoint, whose stage
+DVC then restores from its cache instead of running it, leaves the checkpoint behind. A copy
+into a full DVC cache fails without failing the run (DVC 3.67). Checked in this order:
 
 1. DVC processes: a ``dvc`` command or a stage running in this repository (``psutil``). If
    any runs, the doctor only lists them and changes nothing (exit 2): their files are
    work in progress, not damage.
-2. ``.dvc/tmp/rwlock`` (and ``.dvc/tmp/exps/rwlock``): empty, not JSON or not DVC's format.
-   Repair: delete it; DVC writes a new one (it holds only the locks of running commands).
+2. ``.dvc/tmp/rwlock`` (and ``.dvc/tmp/exps/rwlock``): empty, not JSON or not DVC's format
+   (repair: delete it; DVC writes a new one, it holds only the locks of running commands),
+   or holding the lock of a live process that is not a DVC command of this repository (DVC
+   killed, its PID reused: DVC removes the entries of dead PIDs itself, never of live ones;
+   repair: remove those entries).
 3. ``dvc.lock``: empty, cut (not ending in a newline, not YAML) or not DVC's format. Repair:
    keep the complete entries before the cut, drop the entry the cut went through, and take
    the entries the cut lost from the committed ``dvc.lock`` (``git show HEAD:dvc.lock``); DVC
    reruns, or restores from its run-cache, every stage whose entry does not match the
    workspace. Without any entry left the file is removed (DVC restores or reruns everything).
-4. ``checkpoints/<method>/``: unfinished ``.tmp`` files of a killed writer, checkpoints of a
-   method no longer in ``dvc.yaml``, and checkpoints of a ``train@<method>`` stage that is up
-   to date (its outputs are in place: DVC restored them from its cache, so the checkpoint
-   would never be resumed). Repair: delete them. A checkpoint of a stage that is not up to
-   date is kept and reported: the next ``dvc repro`` resumes from it.
-5. The experiment queue: experiments ``Running`` with no queue worker and no live process.
+4. The DVC cache (``pipeline/dvc_cache.py``): partial ``*.tmp`` files of copies into it that
+   failed, and outputs in the workspace, as dvc.lock records them, that the cache lacks
+   (DVC's ``not in cache``). Repair: delete the partial files, then copy each such output
+   into the cache (dvc.lock does not change).
+5. ``checkpoints/<method>/``: unfinished ``.tmp`` files of a killed writer, checkpoint files
+   that are not a complete ``torch.save`` archive, checkpoints of a method no longer in
+   ``dvc.yaml``, and checkpoints of a ``train@<method>`` stage that is up to date (its
+   outputs are in place: DVC restored them from its cache, so the checkpoint would never be
+   resumed). Repair: delete them. A usable checkpoint of a stage that is not up to date is
+   kept and reported: the next ``dvc repro`` resumes from it; without one, the report says
+   the stage trains from its first step.
+6. The experiment queue: experiments ``Running`` with no queue worker and no live process.
    Repair: ``dvc queue kill`` (DVC's own call) marks them failed, so ``dvc exp show`` stops
    listing them as running with their parent's metrics; ``dvc queue remove`` drops them.
+7. ``.dvc/tmp/exps/tmp*``: the temporary workspaces of queued experiments (tens of MB each)
+   that no process uses, left by a killed worker. Repair: delete them.
 
 Without ``--fix`` it only reports (exit 1 when something needs repair). ``--fix`` holds
-DVC's repository lock while it repairs, so no DVC command starts meanwhile. The train stage
+DVC's repository lock while it repairs, so no DVC command starts meanwhile; a repair that
+fails (the cache's disk still full) is reported as ``FAILED`` (exit 1). The train stage
 calls :func:`sweep_checkpoints` at its start, so stale checkpoints of other methods also go
-without the doctor.
+without the doctor. The table of these states, each with the test that makes it, is in the
+README's "Troubleshooting".
 """
 
 from __future__ import annotations
@@ -42,6 +56,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,12 +65,14 @@ from typing import Any
 import psutil
 
 from pipeline import io, paths
+from pipeline.errors import PipelineError
 
 log = logging.getLogger("pipeline.doctor")
 
 CHECKPOINTS = paths.CHECKPOINTS.as_posix()
 CKPT = "checkpoint.pt"
 RWLOCKS = (".dvc/tmp/rwlock", ".dvc/tmp/exps/rwlock")
+EXPS = ".dvc/tmp/exps"
 
 
 @dataclass
@@ -66,6 +83,8 @@ class Finding:
     what: str
     repair: str = ""
     fix: Callable[[], None] | None = None
+    failed: str = ""
+    """Why ``fix`` failed (``--fix``), else empty."""
 
 
 # -- 1. running DVC processes -------------------------------------------------------------
@@ -108,7 +127,10 @@ def _is_daemon(proc: psutil.Process, cmd: Sequence[str]) -> bool:
 
 
 def rwlock_findings(root: Path) -> list[Finding]:
-    """An empty, cut or malformed rwlock file: every ``dvc`` command fails on it."""
+    """An empty, cut or malformed rwlock file: every ``dvc`` command fails on it. A lock held
+    by a live process that is not a DVC command of this repository (DVC was killed and its
+    PID reused): every ``dvc`` command then says the path ``is busy`` for ever (DVC removes
+    the entries of dead PIDs itself, never those of live ones)."""
     from dvc.rwlock import SCHEMA
     from voluptuous import Invalid
 
@@ -119,7 +141,10 @@ def rwlock_findings(root: Path) -> list[Finding]:
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
         try:
-            SCHEMA(json.loads(text))
+            lock = SCHEMA(json.loads(text))
+            stale = _stale_holders(root, lock)
+            if stale:
+                out.append(_stale_finding(path, rel, lock, stale))
             continue
         except json.JSONDecodeError:
             state = "empty" if not text.strip() else f"cut ({len(text)} bytes, not JSON)"
@@ -134,6 +159,53 @@ def rwlock_findings(root: Path) -> list[Finding]:
             )
         )
     return out
+
+
+def _holders(lock: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield from lock.get("write", {}).values()
+    for infos in lock.get("read", {}).values():
+        yield from infos
+
+
+def _stale_holders(root: Path, lock: dict[str, Any]) -> dict[int, str]:
+    """``{pid: what runs under it now}`` of the lock's live PIDs that are not a DVC command
+    (or stage) running in ``root``. A dead PID is left to DVC (it removes those entries
+    itself); a process whose command line we may not read counts as DVC's; one that is DVC
+    but whose working directory we may not read (another user's) too."""
+    out = {}
+    for pid in sorted({int(i["pid"]) for i in _holders(lock)}):
+        try:
+            proc = psutil.Process(pid)
+            cmd = proc.cmdline()
+            if _is_dvc(cmd):
+                cwd = proc.cwd()
+                if cwd and Path(cwd).resolve().is_relative_to(root):
+                    continue
+            out[pid] = " ".join(cmd)[:80] or proc.name()  # e.g. PID 1: init
+        except psutil.Error:  # gone meanwhile, or not ours to inspect
+            continue
+    return out
+
+
+def _stale_finding(path: Path, rel: str, lock: dict[str, Any], stale: dict[int, str]) -> Finding:
+    pids = ", ".join(f"{pid} (now `{cmd}`)" for pid, cmd in stale.items())
+    return Finding(
+        f"{rel} holds locks of PID {pids}, not a DVC command of this repository: DVC was "
+        "killed and its PID reused, so every dvc command says the path `is busy`",
+        f"remove those entries from {rel} (no DVC command runs; DVC rewrites it as it goes)",
+        functools.partial(_drop_holders, path, lock, set(stale)),
+    )
+
+
+def _drop_holders(path: Path, lock: dict[str, Any], pids: set[int]) -> None:
+    """Rewrite the rwlock without the entries of ``pids`` (remove it when none is left)."""
+    write = {p: i for p, i in lock.get("write", {}).items() if int(i["pid"]) not in pids}
+    read = {p: kept for p, infos in lock.get("read", {}).items()
+            if (kept := [i for i in infos if int(i["pid"]) not in pids])}  # fmt: skip
+    if not write and not read:
+        path.unlink(missing_ok=True)
+        return
+    io.write_text(json.dumps({"write": write, "read": read}), path)
 
 
 # -- 3. dvc.lock ----------------------------------------------------------------------------
@@ -299,7 +371,66 @@ def _write_lock(path: Path, stages: dict[str, Any]) -> None:
     io.write_text(buffer.getvalue(), path)
 
 
-# -- 4. checkpoints -------------------------------------------------------------------------
+# -- 4. the DVC cache ---------------------------------------------------------------------------
+
+
+def cache_findings(root: Path) -> list[Finding]:
+    """Partial files of copies into the cache that failed, and outputs in the workspace that
+    the cache lacks (``pipeline/dvc_cache.py``): DVC 3.67 logs ``failed to transfer`` and
+    exits 0 when the cache's disk is full. Repair: delete the partial files (room for the
+    rest), then copy each such output into the cache (``dvc commit`` of that output alone:
+    its workspace copy is what dvc.lock records, so dvc.lock does not change)."""
+    from pipeline import dvc_cache
+
+    out = []
+    partial = dvc_cache.partial_files(root)
+    if partial:
+        size = io.size_text(sum(p.stat().st_size for p in partial))
+        where = _rel(root, dvc_cache.cache_dir(root))
+        out.append(Finding(
+            f"{where}: {len(partial)} partial files ({size}) of copies into the DVC cache that "
+            "failed (a full disk?); they only take room",
+            f"delete them ({_rel(root, partial[0])}{' …' * (len(partial) > 1)})",
+            functools.partial(_unlink_all, partial),
+        ))  # fmt: skip
+    for u in dvc_cache.uncached(root):
+        out.append(Finding(
+            f"{u.path} (output of {u.stage}) is not in the DVC cache: copying it there failed "
+            "and DVC went on, so a `dvc checkout` (another experiment, a clone) would lose it",
+            "copy it into the cache (its workspace copy is what dvc.lock records)",
+            functools.partial(_commit, root, u),
+        ))  # fmt: skip
+    return out
+
+
+def _rel(root: Path, path: Path) -> str:
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
+def _unlink_all(files: list[Path]) -> None:
+    for f in files:
+        f.unlink(missing_ok=True)
+
+
+def _commit(root: Path, u: Any) -> None:
+    """Copy one output into the cache (DVC's ``Output.commit``, no relinking), then check it
+    is there; a copy that fails again raises with DVC's words."""
+    from dvc.repo import Repo
+
+    from pipeline.dvc_cache import CacheError
+
+    with Repo(str(root)) as repo:
+        (output,) = [o for s in repo.index.stages if s.name == u.stage
+                     for o in s.outs if str(o.def_path) == u.path]  # fmt: skip
+        output.commit(relink=False)
+        if output.changed_cache():
+            raise CacheError(
+                f"{u.path}: still not in the DVC cache after copying it again; make room "
+                "where the cache is (`dvc cache dir`), then run the doctor again"
+            )
+
+
+# -- 5. checkpoints -------------------------------------------------------------------------
 
 
 def checkpoint_findings(root: Path, skip: str | None = None) -> list[Finding]:
@@ -317,18 +448,37 @@ def checkpoint_findings(root: Path, skip: str | None = None) -> list[Finding]:
         temps = sorted(method.rglob("*.tmp"))
         state = status[method.name]
         if state == "resumable":
-            if temps:
-                what = f"{rel}: {len(temps)} unfinished checkpoint files of a killed writer"
-                out.append(_delete(root, temps, what))
-            found = sorted(str(p.parent.relative_to(method)) for p in method.rglob(CKPT))
-            out.append(
-                Finding(
-                    f"{rel}: resumable checkpoints ({', '.join(found) or 'none'}); the next "
-                    f"`dvc repro` resumes train@{method.name} from them"
-                )
-            )
+            out += _resumable(root, method, temps)
             continue
         out.append(_delete(root, [method], f"{rel}: stale checkpoints ({state})"))
+    return out
+
+
+def _resumable(root: Path, method: Path, temps: list[Path]) -> list[Finding]:
+    """The checkpoints of a stage that will run: its usable ones are kept and reported (the
+    stage resumes from them); unfinished ``.tmp`` files and checkpoint files that are not a
+    complete ``torch.save`` archive are deleted. Without a usable checkpoint nothing is
+    resumed: the folder goes, and the report says the stage trains from its first step."""
+    rel = method.relative_to(root)
+    files = sorted(method.rglob(CKPT))
+    usable = [p for p in files if zipfile.is_zipfile(p)]  # torch.save writes a zip archive
+    broken = [p for p in files if p not in usable]
+    if not usable:
+        parts = [f"{len(temps)} unfinished .tmp files of a killed writer" if temps else "",
+                 f"{len(broken)} unreadable {CKPT}" if broken else ""]  # fmt: skip
+        held = " and ".join(p for p in parts if p) or "nothing"
+        return [_delete(root, [method], f"{rel}: no usable checkpoint (it holds {held}), so "
+                        f"the next `dvc repro` trains train@{method.name} from its first "
+                        "step")]  # fmt: skip
+    out = []
+    if temps or broken:
+        what = f"{rel}: {len(temps)} unfinished checkpoint files of a killed writer" + (
+            f" and {len(broken)} unreadable {CKPT}" if broken else ""
+        )
+        out.append(_delete(root, [*temps, *broken], what))
+    found = ", ".join(str(p.parent.relative_to(method)) for p in usable)
+    out.append(Finding(f"{rel}: resumable checkpoints ({found}); the next `dvc repro` "
+                       f"resumes train@{method.name} from them"))  # fmt: skip
     return out
 
 
@@ -394,7 +544,7 @@ def sweep_checkpoints(keep: str, root: Path | None = None) -> None:
                     "pipeline.doctor` reports them", e)  # fmt: skip
 
 
-# -- 5. the experiment queue ------------------------------------------------------------------
+# -- 6. the experiment queue ------------------------------------------------------------------
 
 
 def queue_findings(root: Path) -> list[Finding]:
@@ -434,6 +584,38 @@ def _task_ids(queue: Any, entry: Any) -> set[str]:
     }
 
 
+# -- 7. the queue's temporary workspaces ------------------------------------------------------
+
+
+def workspace_findings(root: Path) -> list[Finding]:
+    """``.dvc/tmp/exps/tmp*``: the copy of the repository a queued experiment runs in (tens
+    of MB each). DVC deletes it when the experiment ends; a killed worker leaves it for ever.
+    Repair: delete those no process works in (none does: no DVC command runs)."""
+    folder = root / EXPS
+    dirs = sorted(p for p in folder.glob("tmp*") if p.is_dir()) if folder.is_dir() else []
+    if not dirs:
+        return []
+    used = set()
+    for proc in psutil.process_iter(["cwd"]):
+        cwd = proc.info["cwd"]
+        used |= {d for d in dirs if cwd and Path(cwd).resolve().is_relative_to(d.resolve())}
+    left = [d for d in dirs if d not in used]
+    if not left:
+        return []
+    size = io.size_text(sum(_size(d) for d in left))
+    return [_delete(root, left, f"{EXPS}: {len(left)} temporary workspaces of queued "
+                    f"experiments ({size}) that no process uses: their queue worker was "
+                    "killed, and DVC deletes them only when the experiment ends")]  # fmt: skip
+
+
+def _size(folder: Path) -> int:
+    """Bytes of the files under ``folder`` (links not followed)."""
+    total = 0
+    for parent, _, names in os.walk(folder):
+        total += sum(os.lstat(os.path.join(parent, n)).st_size for n in names)
+    return total
+
+
 # -- the command ------------------------------------------------------------------------------
 
 
@@ -442,8 +624,10 @@ def diagnose(root: Path, fix: bool) -> tuple[list[Finding], list[Finding]]:
     as it is found (the later checks read DVC's state, which needs the earlier repairs)."""
     problems: list[Finding] = []
     notes: list[Finding] = []
-    checks = (rwlock_findings, lockfile_findings, checkpoint_findings, queue_findings)
-    later = {checkpoint_findings: "checkpoints", queue_findings: "the experiment queue"}
+    checks = (rwlock_findings, lockfile_findings, cache_findings, checkpoint_findings,
+              queue_findings, workspace_findings)  # fmt: skip
+    later = {cache_findings: "the DVC cache", checkpoint_findings: "checkpoints",
+             queue_findings: "the experiment queue"}  # fmt: skip
     for check in checks:
         if problems and not fix and check in later:  # they read dvc.lock and DVC's state
             notes.append(Finding(f"{later[check]}: checked once the problems above are repaired"))
@@ -451,7 +635,10 @@ def diagnose(root: Path, fix: bool) -> tuple[list[Finding], list[Finding]]:
         for f in check(root):
             (problems if f.fix else notes).append(f)
             if fix and f.fix:
-                f.fix()
+                try:
+                    f.fix()
+                except PipelineError as e:  # e.g. the cache's disk is still full
+                    f.failed = str(e)
     return problems, notes
 
 
@@ -480,12 +667,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         problems, notes = diagnose(root, fix=False)
     for f in problems:
-        sys.stdout.write(f"{'FIXED' if ns.fix else 'FOUND'}  {f.what}\n       → {f.repair}\n")
+        state = "FAILED" if f.failed else "FIXED " if ns.fix else "FOUND "
+        sys.stdout.write(f"{state} {f.what}\n       → {f.failed or f.repair}\n")
     for f in notes:
         sys.stdout.write(f"OK     {f.what}\n")
     if not problems:
         sys.stdout.write(f"nothing to repair in {root}\n")
         return 0
+    failed = [f for f in problems if f.failed]
+    if failed:
+        sys.stdout.write(f"{len(failed)} of {len(problems)} could not be repaired (above)\n")
+        return 1
     if ns.fix:
         sys.stdout.write(f"repaired {len(problems)}; `dvc repro` continues from here\n")
         return 0

@@ -22,16 +22,23 @@ Inputs (plain or gzipped):
   `doc_id` and `contents`/`body` as `text`. A `group` of F/M/N (e.g. Grep-BiasIR's
   content gender) enables AWRF, expected exposure's group terms and the counterfactual gap;
   without it those are skipped with a message; a label other than F/M/N/`both` stops with
-  the row. Documents of the run missing from the corpus, or with an empty text, cannot be
-  judged: they count as unbiased (ARaB/LIWC 0, ζ = 1), as in the pipeline. When they are
-  most of the run (or most of its queries have no qrels), `fair-eval` stops with the counts
-  and the fix; `--allow-partial` evaluates anyway. Whenever part of the run is not judged,
-  the table and the JSON say how much was (`judged_docs`, `judged_queries`: fractions).
-- QUERIES (optional): `query_id[, text]` as TSV/JSONL/Parquet: only these queries are
-  evaluated; with texts, the query complexity (SPEC §3) is computed and the per-bin
-  variation of nDCG@10 (SPEC §4.5) is reported too.
+  the row.
+- QUERIES (optional): `query_id[, text]` as TSV/JSONL/Parquet: only these queries (of the
+  run and of the qrels) are evaluated (a `split` column: its `test` rows); with texts, the
+  query complexity (SPEC §3) is computed and the per-bin variation of nDCG@10 (SPEC §4.5)
+  is reported too.
 - BACKGROUND (optional): NFaiRR's background set per query (a TREC run or Parquet
   `query_id, doc_id`), e.g. the BM25 candidates the run reranks; default: the run itself.
+
+Incomplete input is refused (exit 2, one line counting every gap and the fix): queries of
+the qrels without a ranking, queries of the run without qrels, qrels that judge nothing
+relevant, documents of the run's top max(cut-off) missing from the corpus or with an empty
+text (`pipeline.coverage`: each would make a number that is not what it looks like). A rank
+or score that is not a number is refused with its line (`io.read_trec_run`).
+`--allow-partial` evaluates the covered part only (queries with a ranking and a relevant
+judgment, documents of the corpus with a text) and prints the coverage first; the JSON
+holds the covered shares (`judged_queries`, `judged_docs`). No metric is printed for an
+empty covered part.
 
 On the pipeline's own files (`--corpus data/corpus.parquet --qrels data/qrels.trec
 --queries data/queries.parquet --background data/candidates.parquet`, the tokenizer of
@@ -53,6 +60,8 @@ import polars as pl
 
 from pipeline import io, schemas
 from pipeline.bias import TOKENIZERS, query_complexity
+from pipeline.coverage import coverage, covered
+from pipeline.errors import Command, running
 from pipeline.measures import (
     DEFAULT_TOKENIZER,
     Collection,
@@ -62,6 +71,13 @@ from pipeline.measures import (
 from pipeline.metrics.suite import DEFAULT_CUTOFFS
 
 log = logging.getLogger("pipeline.evaluate_run")
+
+FAIR_EVAL = Command(
+    rerun="rerun fair-eval",
+    missing="Check the path given on the command line.",
+    failed="fair-eval wrote nothing",
+)
+"""What fixes suggest to a `fair-eval` user (never params.yaml or `dvc repro`)."""
 
 ALIASES = {
     "doc_id": ("doc_id", "docno", "docid", "id", "_id", "pid"),
@@ -176,9 +192,13 @@ def read_corpus(path: str | Path) -> pl.DataFrame:
 
 
 def read_queries(path: str | Path) -> pl.DataFrame:
-    """`query_id[, text]` from TSV, JSONL or Parquet."""
+    """`query_id[, text]` from TSV, JSONL or Parquet. A `split` column (the pipeline's
+    data/queries.parquet) keeps its `test` queries: the others are training queries, which
+    no run ranks."""
     p = Path(path)
     frame = _read_any(p, ("query_id", "text"), "queries")
+    if "split" in frame.columns:
+        frame = frame.filter(pl.col("split") == "test")
     wanted = ("query_id", "text") if any(a in frame.columns for a in ALIASES["text"]) else ()
     out = _canonical(frame, wanted or ("query_id",), p, "the queries")
     return out.select(pl.all().cast(pl.Utf8)).drop("group", strict=False)
@@ -246,52 +266,53 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--allow-partial",
         action="store_true",
-        help="evaluate even when most ranked documents are not in the corpus (or have no text) "
-        "or most queries are not in the qrels; the output says how much was judged",
+        help="evaluate only the covered part of an incomplete input (queries with a ranking and "
+        "a relevant judgment, documents of the corpus with a text); the coverage is printed "
+        "first and written as judged_queries / judged_docs",
     )
     return ap
 
 
-MIN_JUDGED = 0.5
-"""Below this share of judged documents or queries, `fair-eval` stops (`--allow-partial`)."""
+FIXES = {
+    "unranked": "rank every query of the qrels, or pass --queries with the ones the run ranks",
+    "unjudged": "use the qrels of the run's topics (the same query ids)",
+    "no_relevant": "check the qrels' relevance column (relevant = above 0)",
+    "unknown_docs": "use the corpus of the run's collection (the same doc ids, with texts)",
+    "empty_texts": "use the corpus of the run's collection (the same doc ids, with texts)",
+}
 
 
-def judged(
+def checked(
     run: pl.DataFrame, qrels: pl.DataFrame, corpus: pl.DataFrame, ns: argparse.Namespace
-) -> dict[str, float]:
-    """Shares of the run's documents in the top max(cut-off) that the corpus has, with a
-    text, and of its queries that the qrels have (`judged_docs`, `judged_queries`; only those
-    below 1).
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, float]]:
+    """``(run, qrels, shares)`` to evaluate: the inputs as they are when they cover each
+    other (`pipeline.coverage`); else, with `--allow-partial`, their covered part, with
+    the coverage printed first and its shares (``judged_queries``, ``judged_docs``) for the
+    JSON. Without `--allow-partial` an incomplete input raises `ArtifactError`: one line with
+    every gap counted and the fix; so does a covered part with no query or document."""
+    cov = coverage(run, qrels, corpus, max(ns.cutoffs))
+    if cov.gaps and not ns.allow_partial:
+        fixes = "; ".join(dict.fromkeys(FIXES[g.key] for g in cov.gaps))
+        raise io.ArtifactError(
+            f"{ns.run}: incomplete input (qrels {ns.qrels}, corpus {ns.corpus}): "
+            + "; ".join(str(g) for g in cov.gaps)
+            + f"; no metric computed. Fix: {fixes}; or pass --allow-partial to evaluate "
+            "only the covered part (the output then starts with the coverage)."
+        )
+    if not cov.queries or not cov.docs:
+        raise io.ArtifactError(
+            f"{ns.run}: nothing to evaluate ({cov.line().removesuffix(_OVER)}): "
+            + "; ".join(str(g) for g in cov.gaps)
+            + "; no metric is computed over no data."
+        )
+    if not cov.gaps:
+        return run, qrels, {}
+    sys.stdout.write(cov.line() + "\n")
+    run, qrels = covered(run, qrels, corpus)
+    return run, qrels, cov.shares()
 
-    Below `MIN_JUDGED` it raises `ArtifactError` with the counts and the fix, unless
-    `--allow-partial`: a run nobody can judge would be reported perfectly fair."""
-    depth = max(ns.cutoffs)
-    top = run.filter(pl.col("rank") <= depth)
-    texts = corpus.filter(pl.col("text").str.strip_chars() != "").select("doc_id")
-    docs = top.join(texts, on="doc_id", how="anti")
-    queries = run.select("query_id").unique(maintain_order=True)
-    unknown_q = queries.join(qrels.select("query_id").unique(), on="query_id", how="anti")
-    shares: dict[str, float] = {}
-    for key, bad, total, what, fix in (
-        ("judged_docs", docs["doc_id"], top.height,
-         f"documents in the run's top {depth} are not in the corpus {ns.corpus} or have an "
-         "empty text",
-         "check that the run and the corpus are of the same collection (the same doc ids)"),
-        ("judged_queries", unknown_q["query_id"], queries.height,
-         f"queries of the run have no judgment in the qrels {ns.qrels}",
-         "check that the qrels are of the run's topics (the same query ids)"),
-    ):  # fmt: skip
-        if not bad.len():
-            continue
-        shares[key] = 1 - bad.len() / total
-        counts = f"{bad.len()} of {total} {what} (first {bad[0]!r})"
-        if shares[key] < MIN_JUDGED and not ns.allow_partial:
-            raise io.ArtifactError(
-                f"{ns.run}: {counts}; they cannot be judged. Fix: {fix}, or pass "
-                "--allow-partial to evaluate the judged part (the output says how much it was)."
-            )
-        log.warning("%s: %s; %.1f%% judged", ns.run, counts, 100 * shares[key])
-    return shares
+
+_OVER = "; every metric below is over these only"
 
 
 def table(aggregates: Mapping[str, Any], cutoffs: Sequence[int]) -> str:
@@ -354,9 +375,10 @@ def run_cli(ns: argparse.Namespace) -> dict[str, Any]:
             raise io.ArtifactError(
                 f"{ns.queries}: none of its {queries.height} query ids is in the run {ns.run}"
             )
+        qrels = qrels.join(queries.select("query_id"), on="query_id", how="semi")
         if "text" in queries.columns:
             complexity = query_complexity(queries)
-    shares = judged(run, qrels, corpus, ns)
+    run, qrels, shares = checked(run, qrels, corpus, ns)
     background = read_background(ns.background) if ns.background else None
     coll = Collection.from_corpus(
         corpus,
@@ -387,7 +409,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     ns = parser().parse_args(argv)
     try:
-        run_cli(ns)
+        with running(FAIR_EVAL):
+            run_cli(ns)
     except (io.ArtifactError, ValueError, io.DiskFullError) as e:
         log.error("%s", e)
         return 2

@@ -8,6 +8,7 @@ validates against `pipeline.schemas` and names the file in any error.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
@@ -22,7 +23,15 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.errors import InputError, SetupError, is_disk_full
+from pipeline.errors import (
+    InputError,
+    SetupError,
+    command,
+    is_disk_full,
+    storage_errno,
+    storage_fix,
+    storage_words,
+)
 from pipeline.schemas import (
     CORPUS,
     QUERIES,
@@ -40,7 +49,7 @@ class ArtifactError(InputError):
 
 
 class DiskFullError(SetupError):
-    """A write ran out of disk space (ENOSPC); the destination was left as it was."""
+    """A write found no room (ENOSPC, EFBIG or EDQUOT); the destination was left as it was."""
 
 
 def size_text(n: int) -> str:
@@ -53,19 +62,27 @@ def size_text(n: int) -> str:
     return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
 
 
-def disk_full(path: str | Path, needed: int | None, written: int = 0) -> DiskFullError:
-    """The one-line error for a write of `path` that ran out of space: the file, the space it
-    needs (`needed` bytes, an estimate; else more than the `written` bytes that fitted), the
-    space left, and the fix."""
+def disk_full(
+    path: str | Path,
+    needed: int | None,
+    written: int = 0,
+    error: BaseException | None = None,
+    room: bool = True,
+) -> DiskFullError:
+    """The one-line error for a write of `path` that found no room (`error`: ENOSPC, EFBIG or
+    EDQUOT; ENOSPC when not given): the file, the space it needs (`needed` bytes, an
+    estimate; else more than the `written` bytes that fitted), the space left, and the fix
+    of the command being run (`pipeline.errors.command`; `room=False`: the DVC cache is no
+    place to make room, as for a checkpoint)."""
     dest = Path(path)
     folder = next((p for p in (dest.parent, *dest.parents) if p.exists()), Path("."))
-    free = shutil.disk_usage(folder).free
+    code = storage_errno(error) if error is not None else None
     need = f"about {size_text(needed)}" if needed else f"more than {size_text(written)}"
+    if code in (None, errno.ENOSPC):
+        need += f", {size_text(shutil.disk_usage(folder).free)} free in {folder}"
     return DiskFullError(
-        f"{dest}: no space left on device while writing it (it needs {need}, "
-        f"{size_text(free)} free in {folder}); nothing was written and the previous version, "
-        "if any, is intact. Free space there (or move the DVC cache: `dvc cache dir`) and "
-        "rerun `dvc repro`."
+        f"{dest}: {storage_words(code)} while writing it (it needs {need}); nothing was "
+        f"written and the previous version, if any, is intact. {storage_fix(code, room)}"
     )
 
 
@@ -73,15 +90,16 @@ def disk_full(path: str | Path, needed: int | None, written: int = 0) -> DiskFul
 def atomic_path(path: str | Path, suffix: str = "", needed: int | None = None) -> Iterator[Path]:
     """Yield a temporary path next to `path`; rename it onto `path` only on success.
 
-    A write that runs out of space (ENOSPC, from any library) becomes one `DiskFullError`
-    naming `path` and the space it needs (`needed` bytes, when the caller knows it)."""
+    A write that finds no room (ENOSPC, EFBIG, EDQUOT, from any library) becomes one
+    `DiskFullError` naming `path` and the space it needs (`needed` bytes, when the caller
+    knows it)."""
     dest = Path(path)
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix + ".tmp", dir=dest.parent)
     except OSError as e:
         if is_disk_full(e):
-            raise disk_full(dest, needed) from e
+            raise disk_full(dest, needed, error=e) from e
         raise
     os.close(fd)
     tmp_path = Path(tmp)
@@ -92,7 +110,7 @@ def atomic_path(path: str | Path, suffix: str = "", needed: int | None = None) -
         if not is_disk_full(e):
             raise
         written = tmp_path.stat().st_size if tmp_path.exists() else 0
-        raise disk_full(dest, needed, written) from e
+        raise disk_full(dest, needed, written, error=e) from e
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
@@ -132,10 +150,7 @@ def read_json(path: str | Path) -> Any:
 def _existing(path: str | Path) -> Path:
     p = Path(path)
     if not p.exists():
-        raise ArtifactError(
-            f"{p}: file not found. Run the stage that produces it (`dvc repro`) "
-            "or fix the path in params.yaml."
-        )
+        raise ArtifactError(f"{p}: file not found. {command().missing}")
     return p
 
 
@@ -261,12 +276,15 @@ _TREC_LINE = r"^\s*" + r"\s+".join([r"(\S+)"] * 6) + r"\s*$"
 
 
 def _check_trec_rows(df: pl.DataFrame, p: Path) -> None:
-    """Reject lines with missing fields, a score that is not a number or is not finite."""
+    """Reject lines with missing fields, a score or rank that is not a number, a score that is
+    not finite (the rank is otherwise ignored, as by trec_eval)."""
     score = pl.col("score").cast(pl.Float64, strict=False)
     checks = [
         (pl.any_horizontal(pl.col(_TREC_COLUMNS).is_null()), "has missing fields (truncated?)"),
         (score.is_null(), "has a score that is not a number"),
-    ]
+        (pl.col("file_rank").cast(pl.Float64, strict=False).is_null(),
+         "has a rank that is not a number"),
+    ]  # fmt: skip
     for check, what in checks:
         rows = df.filter(check)
         if rows.height:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 DATA = Path("data")
+PARAMS_OK = DATA / "params.ok"
+"""Written by the ``params`` stage once params.yaml is valid; every other stage depends on it."""
 CORPUS = DATA / "corpus.parquet"
 QUERIES = DATA / "queries.parquet"
 QRELS = DATA / "qrels.parquet"

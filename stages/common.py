@@ -20,8 +20,9 @@ def setup(
     description: str, argv: Sequence[str] | None, method: bool = False, extra: Extra | None = None
 ) -> argparse.Namespace:
     """Parse the stage's arguments, configure logging and load params.yaml into `ns.params`;
-    `ns.clock` (pipeline.timing) times the stage's phases from the process's start-up on,
-    and `run_stage` logs them when the stage ends."""
+    under DVC, check first that the outputs of the stages before are in its cache
+    (`pipeline.dvc_cache.guard`). `ns.clock` (pipeline.timing) times the stage's phases from
+    the process's start-up on, and `run_stage` logs them when the stage ends."""
     global _CLOCK
     _CLOCK = (Phases({"start-up": startup_seconds() or 0.0}), "")
     parser = argparse.ArgumentParser(description=description)
@@ -39,6 +40,11 @@ def setup(
     stage = Path(sys.argv[0]).stem if argv is None else "stage"
     _CLOCK = (_CLOCK[0], f"{stage}@{ns.method}" if method else stage)
     ns.clock = _CLOCK[0]
+    if os.environ.get("DVC_STAGE"):  # run by DVC: an earlier stage's output lost on its way
+        from pipeline.dvc_cache import guard  # to the cache stops the run here (issue 32)
+
+        with ns.clock("cache check"):
+            guard(Path.cwd())
     return ns
 
 

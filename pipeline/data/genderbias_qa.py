@@ -30,11 +30,14 @@ import polars as pl
 
 from pipeline.config import Checked
 from pipeline.data.common import Extracted, Source
+from pipeline.errors import InputError
+from pipeline.manifest import verify
 from pipeline.schemas import TRIPLES
 
 
-class DataError(ValueError):
+class DataError(InputError):
     """A shipped GenderBias-QA file is missing or malformed (names the file and row)."""
+
 
 RESOURCE_DIR = Path(__file__).resolve().parents[1] / "resources" / "genderbias_qa"
 SPLITS = ("test", "train")
@@ -100,6 +103,13 @@ def load_genderbias_qa(root: Path = RESOURCE_DIR, splits: tuple[str, ...] = SPLI
     return Collection(docs.drop("query_id"), pl.concat(queries), qrels.sort("query_id", "doc_id"))
 
 
+def load_shipped(splits: tuple[str, ...] = SPLITS) -> Collection:
+    """The shipped collection's ``splits``, its files checked against their manifest first
+    (``pipeline/manifest.py``): what the ``transfer_data`` stage reads."""
+    verify(RESOURCE_DIR, "GenderBias-QA")
+    return load_genderbias_qa(RESOURCE_DIR, splits)
+
+
 @dataclass(frozen=True)
 class GenderBiasQAConfig(Checked):
     """The ``dataset.genderbias_qa`` section: the file's ``splits`` to read (test: 145
@@ -111,7 +121,7 @@ class GenderBiasQAConfig(Checked):
 def extract(cfg: GenderBiasQAConfig) -> Extracted:
     """The collection's corpus (F/M ``group``), queries (all ``test``) and qrels; no
     training triples."""
-    coll = load_genderbias_qa(splits=tuple(cfg.splits))
+    coll = load_shipped(splits=tuple(cfg.splits))
     none = pl.DataFrame(schema=dict.fromkeys(TRIPLES.required, pl.Utf8))
     return Extracted(coll.corpus, coll.queries, coll.qrels, none)
 

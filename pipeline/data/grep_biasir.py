@@ -20,6 +20,7 @@ import polars as pl
 from pipeline.config import Checked, Range
 from pipeline.data.common import Extracted, Source
 from pipeline.errors import InputError
+from pipeline.manifest import verify
 from pipeline.retrieval.bm25 import bm25_topk
 
 log = logging.getLogger(__name__)
@@ -285,7 +286,9 @@ class GrepBiasIRConfig(Checked):
 def extract(cfg: GrepBiasIRConfig) -> Extracted:
     """Grep-BiasIR (Krieg et al., SIGIR 2022; CC0, shipped): queries with ``fold`` and
     ``split``, the corpus split with its queries, qrels, and per fold the triples of the other
-    folds' queries (``fold`` = the fold whose model trains on them)."""
+    folds' queries (``fold`` = the fold whose model trains on them). The shipped files are
+    checked against their manifest first (``pipeline/manifest.py``)."""
+    verify(RESOURCE_DIR, "Grep-BiasIR")
     data = load_grep_biasir()
     if cfg.max_queries is not None:
         data = subset_queries(data, cfg.max_queries)

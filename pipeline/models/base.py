@@ -315,7 +315,7 @@ class Ranker(nn.Module):
         except Exception as e:  # safetensors, transformers and json each report ENOSPC their way
             if not is_disk_full(e):
                 raise
-            raise disk_full(out, self.saved_size()) from e
+            raise disk_full(out, self.saved_size(), error=e) from e
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp)

@@ -151,7 +151,7 @@ def save_checkpoint(directory: str | Path, payload: Mapping[str, Any]) -> Path:
     except Exception as e:  # torch wraps the OSError of a full disk in its own errors
         if not is_disk_full(e):
             raise
-        raise disk_full(path, _tensor_bytes(payload)) from e
+        raise disk_full(path, _tensor_bytes(payload), error=e, room=False) from e
     finally:
         if tmp.exists():
             tmp.unlink()

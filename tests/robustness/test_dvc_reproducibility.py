@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.robustness.faulty import env
 from tests.stages.conftest import ROOT, make_repo, run
 
 pytestmark = pytest.mark.slow
@@ -115,27 +116,32 @@ def test_other_seed_changes_the_run(fresh_repo: Path, tmp_path: Path, dvc: Dvc) 
 def test_failed_stage_loses_nothing_and_repro_resumes_there(
     fresh_repo: Path, tmp_path: Path, dvc: Dvc
 ) -> None:
+    """A stage that fails while it runs (here a full disk inside evaluate; a refused
+    parameter stops at the `params` stage before any: tests/robustness/test_refusals.py)."""
     repo = tmp_path / "fail"
     shutil.copytree(fresh_repo, repo)
     lock_before = yaml.safe_load((repo / "dvc.lock").read_text())["stages"]
     files_before = _digests(repo, ("data", "models", "runs", "metrics"))
     target = yaml.safe_load((repo / "params.yaml").read_text())["evaluate"]["awrf"]
-    _set_param(repo, "evaluate", "awrf", {**target, "target": "bogus"})  # evaluate stages only
-    failed = dvc(repo, "repro", check=False)
+    other = "relevant" if target["target"] == "uniform" else "uniform"
+    _set_param(repo, "evaluate", "awrf", {**target, "target": other})  # evaluate stages only
+    fault = env("pipeline.metrics.runner:evaluate_run:enospc")
+    failed = run([sys.executable, "-m", "dvc", "repro"], repo, check=False, env=fault)
     assert failed.returncode != 0
-    assert "evaluate.awrf.target" in failed.stderr and "'bogus'" in failed.stderr, failed.stderr
+    assert "no space left on device" in failed.stderr, failed.stderr
     ran = _ran(failed.stdout)
-    assert ran and all(s.startswith("evaluate") for s in ran), failed.stdout
+    assert ran[0] == "params" and all(s.startswith("evaluate") for s in ran[1:]), failed.stdout
     broken = ran[-1]
     lock_after = yaml.safe_load((repo / "dvc.lock").read_text())["stages"]
-    assert lock_after == lock_before  # a failed stage writes no lock entry
+    del lock_after["params"]  # params.yaml changed: its check ran and passed
+    assert lock_after == {k: v for k, v in lock_before.items() if k != "params"}
     after = _digests(repo, ("data", "models", "runs"))
     assert after == {k: v for k, v in files_before.items() if not k.startswith("metrics/")}
     _set_param(repo, "evaluate", "awrf", target)
     fixed = dvc(repo, "repro")
-    # only the failed stage is redone; its lock entry still matches, so DVC restores its
-    # outputs from the cache instead of recomputing them
-    assert _acted(fixed.stdout) == [broken], fixed.stdout
+    # only the failed stage is redone (and the check of params.yaml); its lock entry still
+    # matches, so DVC restores its outputs from the cache instead of recomputing them
+    assert _acted(fixed.stdout) == ["params", broken], fixed.stdout
     assert _digests(repo, ("data", "models", "runs", "metrics")) == files_before
     assert yaml.safe_load((repo / "dvc.lock").read_text())["stages"] == lock_before
     assert "up to date" in dvc(repo, "status").stdout

@@ -6,9 +6,12 @@ stage rows run the real stages on a copy of the tiny profile.
 
 | input | before | now |
 |---|---|---|
-| run whose documents are all unknown to the corpus | exit 0, NFaiRR 1.0000 | exit 2 |
-| run whose queries are all unknown to the qrels | exit 0 | exit 2 |
-| either, with `--allow-partial` | — | exit 0, `judged_*` in the output |
+| a document of the run unknown to the corpus, or with an empty text | exit 0, NFaiRR off | exit 2 |
+| a query of the run without qrels, or of the qrels without a ranking | exit 0, MRR off | exit 2 |
+| qrels of a query (or all) judging nothing relevant | exit 0, MRR 0 | exit 2 |
+| any of these with `--allow-partial` | — | the covered part alone, coverage first |
+| `--allow-partial` with nothing covered | NFaiRR 1.0000 | exit 2, no metric |
+| a rank that is not a number | accepted | exit 2, the line |
 | corpus whose `group` values are all unknown | ZeroDivisionError | exit 2, the row |
 | corpus whose texts are all empty | exit 0, ARaB 0, NFaiRR 1 | exit 2 |
 | null `text` in the corpus (fair-eval) | wrong or a TypeError | exit 2 |
@@ -72,49 +75,108 @@ def _refused(argv: list[str], caplog: pytest.LogCaptureFixture, out: Path) -> st
     return errors[0]
 
 
-@pytest.mark.parametrize("unknown", [8, 12])  # of 12: 6 (half) is still judged
-def test_run_of_documents_unknown_to_the_corpus_is_refused(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, unknown: int
+def _files(folder: Path, run_rows: list[tuple[str, str]], qrels: str = "q1 0 d0 1\nq2 0 d1 1\n",
+           corpus: pl.DataFrame | None = None) -> list[str]:  # fmt: skip
+    """`_write` with other qrels (TREC lines) and the run's rows ranked in the given order."""
+    argv = _write(folder, _corpus() if corpus is None else corpus, run_rows)
+    (folder / "qrels.txt").write_text(qrels)
+    return argv
+
+
+def _cut(rows: list[tuple[str, str]], drop: str) -> list[tuple[str, str]]:
+    return [(q, d) for q, d in rows if not (q == drop or d.startswith(drop))]
+
+
+UNKNOWN = [(q, f"x{d}" if i < 2 else d) for q in ("q1", "q2") for i, d in enumerate(DOCS)]
+# case → (run rows, qrels, corpus texts, the gap's words, the complete input of the covered
+# part: run rows and qrels that fair-eval evaluates without --allow-partial)
+GAPS = {
+    "unranked": ([r for r in RUN if r[0] == "q1"], "q1 0 d0 1\nq2 0 d1 1\n", None,
+                 r"1 of 2 queries of the qrels have no ranking in the run \(first 'q2'\)",
+                 ([r for r in RUN if r[0] == "q1"], "q1 0 d0 1\n")),
+    "unjudged": (RUN + [("q3", d) for d in DOCS], "q1 0 d0 1\nq2 0 d1 1\n", None,
+                 r"1 of 3 queries of the run have no qrels \(first 'q3'\)",
+                 (RUN, "q1 0 d0 1\nq2 0 d1 1\n")),
+    "no-relevant": (RUN, "q1 0 d0 1\nq2 0 d1 0\n", None,
+                    r"1 of 2 queries of the qrels judge no document relevant \(first 'q2'\)",
+                    (_cut(RUN, "q2"), "q1 0 d0 1\n")),
+    "unknown-docs": (UNKNOWN, "q1 0 d0 1\nq2 0 d1 1\n", None,
+                     r"4 of 12 documents in the run's top 10 are not in the corpus "
+                     r"\(first 'xd0'\)", (_cut(UNKNOWN, "x"), "q1 0 d0 1\nq2 0 d1 1\n")),
+    "empty-texts": (RUN, "q1 0 d0 1\nq2 0 d1 1\n", ["", *list(DOCS.values())[1:5], ""],
+                    r"4 of 12 documents in the run's top 10 have an empty text \(first 'd0'\)",
+                    ([r for r in RUN if r[1] not in ("d0", "d5")], "q1 0 d0 1\nq2 0 d1 1\n")),
+}  # fmt: skip
+
+
+def _corpus_of(texts: list[str] | None) -> pl.DataFrame | None:
+    return None if texts is None else _corpus(text=texts)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("case", list(GAPS))
+def test_incomplete_input_is_refused_with_what_is_missing_and_how_much(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, case: str
 ) -> None:
-    rows = [(q, f"x{d}" if i < unknown // 2 else d) for q in ("q1", "q2")
-            for i, d in enumerate(DOCS)]  # fmt: skip
-    argv = _write(tmp_path, _corpus(), rows)
+    rows, qrels, texts, words, _ = GAPS[case]
+    argv = _files(tmp_path, rows, qrels, _corpus_of(texts))
     line = _refused(argv, caplog, tmp_path / "out.json")
-    assert re.search(
-        rf"run\.trec: {unknown} of 12 documents in the run's top 10 are not in the corpus "
-        r".*corpus\.parquet or have an empty text \(first 'xd0'\); they cannot be judged\. "
-        r"Fix: check that the run and the corpus are of the same collection.*--allow-partial",
-        line,
-    ), line
+    assert re.search(rf"run\.trec: incomplete input \(qrels .*qrels\.txt, corpus .*corpus"
+                     rf"\.parquet\): {words}; no metric computed\. Fix: .*--allow-partial",
+                     line), line  # fmt: skip
 
 
-def test_allow_partial_evaluates_and_says_how_much_was_judged(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("case", list(GAPS))
+def test_allow_partial_evaluates_the_covered_part_only_and_prints_the_coverage_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
 ) -> None:
-    rows = [(q, f"x{d}" if i < 4 else d) for q in ("q1", "q2") for i, d in enumerate(DOCS)]
-    argv = _write(tmp_path, _corpus(), rows)
+    """The values are those of the covered part given as a complete input: nothing of the
+    rest (an unknown document, a query without qrels) counts."""
+    rows, qrels, texts, _, (covered_rows, covered_qrels) = GAPS[case]
+    argv = _files(tmp_path, rows, qrels, _corpus_of(texts))
     assert main([*argv, "--allow-partial"]) == 0
-    result = json.loads((tmp_path / "out.json").read_text())
-    assert result["judged_docs"] == pytest.approx(4 / 12)
-    assert "judged_queries" not in result  # every query has qrels
-    assert re.search(r"judged_docs\s+0\.3333", capsys.readouterr().out)
-    # a run judged in full carries no such key (its JSON keys are the pipeline's)
-    assert main(_write(tmp_path, _corpus(), RUN)) == 0
-    assert "judged_docs" not in json.loads((tmp_path / "out.json").read_text())
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("coverage: ") and "every metric below is over these" in printed[0]
+    partial = json.loads((tmp_path / "out.json").read_text())
+    assert 0 < partial.pop("judged_queries", 1) * partial.pop("judged_docs", 1) < 1, partial
+    complete = tmp_path / "complete"
+    complete.mkdir()
+    assert main(_files(complete, covered_rows, covered_qrels, _corpus_of(texts))) == 0
+    assert not capsys.readouterr().out.startswith("coverage")  # complete: no coverage line
+    expected = json.loads((complete / "out.json").read_text())
+    assert {k: v for k, v in partial.items() if k != "run"} == pytest.approx(
+        {k: v for k, v in expected.items() if k != "run"}
+    )
 
 
-def test_run_of_queries_unknown_to_the_qrels_is_refused(
+@pytest.mark.parametrize(
+    ("rows", "qrels", "words"),
+    [([(q, f"x{d}") for q, d in RUN], "q1 0 d0 1\nq2 0 d1 1\n",
+      r"12 of 12 documents in the run's top 10 are not in the corpus"),
+     (RUN, "q1 0 d0 0\nq2 0 d1 0\n", r"2 of 2 queries of the qrels judge no document relevant")],
+    ids=["no-known-document", "all-zero-qrels"],
+)  # fmt: skip
+def test_no_metric_is_printed_for_an_empty_covered_part(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str],
+    rows: list[tuple[str, str]], qrels: str, words: str,
+) -> None:  # fmt: skip
+    argv = _files(tmp_path, rows, qrels)
+    line = _refused([*argv, "--allow-partial"], caplog, tmp_path / "out.json")
+    assert re.search(rf"nothing to evaluate \(coverage: 0 of 2 queries .*\): {words}.*no metric "
+                     "is computed over no data", line), line  # fmt: skip
+    assert capsys.readouterr().out == ""  # no table, no NFaiRR 1.0000 of nothing
+
+
+def test_a_rank_that_is_not_a_number_is_refused_with_its_line(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    argv = _write(tmp_path, _corpus(), [(f"z{q}", d) for q, d in RUN])
+    argv = _files(tmp_path, RUN)
+    run_file = tmp_path / "run.trec"
+    lines = run_file.read_text().splitlines()
+    lines[3] = lines[3].replace(" 4 ", " four ")
+    run_file.write_text("\n".join(lines) + "\n")
     line = _refused(argv, caplog, tmp_path / "out.json")
-    assert re.search(
-        r"2 of 2 queries of the run have no judgment in the qrels .*qrels\.txt \(first 'zq1'\).*"
-        r"Fix: check that the qrels are of the run's topics.*--allow-partial",
-        line,
-    ), line
-    assert main([*argv, "--allow-partial"]) == 0
-    assert json.loads((tmp_path / "out.json").read_text())["judged_queries"] == 0.0
+    assert re.search(r"run\.trec: malformed TREC run: line 4 has a rank that is not a number: "
+                     r"'q1 Q0 d3 four 6 t'", line), line  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -76,6 +76,8 @@ def make_repo(dest: Path, params: Path) -> Path:
     run(["git", "config", "user.email", "t@example.org"], dest)
     run(["git", "config", "user.name", "t"], dest)
     run([sys.executable, "-m", "dvc", "init", "-q"], dest)
+    # the project's: build products (bytecode, numba's cache) stay out of code folders' hashes
+    shutil.copy(ROOT / ".dvcignore", dest / ".dvcignore")
     run([sys.executable, "-m", "dvc", "config", "core.analytics", "false"], dest)
     shutil.copytree(ROOT / ".dvc" / "plots", dest / ".dvc" / "plots", dirs_exist_ok=True)
     run(["git", "add", "-A"], dest)

@@ -48,6 +48,7 @@ def test_lambda_change_reruns_only_that_method(tiny_repo: Path, dvc: Dvc) -> Non
     # orderings), so it reruns too and writes the same bytes; no other method moves
     assert (tiny_repo / "data/order/penalty_irrelevant.parquet").read_bytes() == order
     assert _ran(out.stdout) == {
+        "params",  # validates params.yaml and writes the same bytes: invalidates nothing
         "order@penalty_irrelevant",
         "train@penalty_irrelevant",  # trains and reranks
         "evaluate@penalty_irrelevant",
@@ -63,6 +64,7 @@ def test_sigma_change_reruns_only_curriculum_stages(tiny_repo: Path, dvc: Dvc) -
     stages = ("order", "train", "evaluate")
     allowed = {f"{stage}@{m}" for stage in stages for m in curriculum}
     allowed |= {"curriculum_figure", "report"}  # the figures read orderings.curriculum too
+    allowed |= {"params"}  # validates every change first (its output keeps its bytes)
     assert ran <= allowed, out.stdout
 
 
@@ -75,7 +77,7 @@ def test_arch_change_reruns_every_model_stage_only(
     ran = _ran(out.stdout)
     methods = ("baseline", "penalty_irrelevant", "curriculum_low_high", "curriculum_high_low")
     expected = {f"{s}@{m}" for s in ("train", "evaluate") for m in methods}
-    expected |= {"features", "rerank_zero_shot", "evaluate_zero_shot", "report"}
+    expected |= {"params", "features", "rerank_zero_shot", "evaluate_zero_shot", "report"}
     assert ran == expected, out.stdout
     meta = json.loads((repo / "models/baseline/fold-0/ranker.json").read_text())
     assert meta["arch"] == arch

@@ -40,7 +40,7 @@ def test_targeted_experiment_on_a_fresh_clone_runs_only_that_method(
     out = dvc(clone, "exp", "run", "-S", "methods.penalty_irrelevant.loss.0.lambda=0.5",
               "evaluate@penalty_irrelevant")  # fmt: skip
     ran = set(re.findall(r"Running stage '([^']+)'", out.stdout))
-    data = {"extract", "score", "candidates", "features", "transfer_data"}
+    data = {"params", "extract", "score", "candidates", "features", "transfer_data"}
     method = {f"{s}@penalty_irrelevant" for s in ("order", "train", "evaluate")}
     assert ran == data | method, out.stdout
 

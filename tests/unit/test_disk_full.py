@@ -152,3 +152,90 @@ def test_a_stage_ends_a_library_enospc_with_one_line(
     assert stop.value.code == 1
     (line,) = [r.getMessage() for r in caplog.records]
     assert line.startswith(f"{target}: no space left on device") and "dvc repro" in line
+
+
+# --- EFBIG and EDQUOT, and fixes that fit the command (issue 32) ------------------------------
+
+LIMITS = {  # errno → what the line says, and the fix
+    errno.EFBIG: (r"file too large \(EFBIG: over the file system's largest file or the "
+                  r"process's file-size limit, `ulimit -f`\)", "raise `ulimit -f`"),
+    errno.EDQUOT: (r"disk quota exceeded \(EDQUOT: your quota on that file system is used up",
+                   "Free space in your quota"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("code", list(LIMITS), ids=["EFBIG", "EDQUOT"])
+def test_a_file_size_limit_or_quota_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    dest = tmp_path / "metrics.json"
+
+    def limited(self: Path, data: bytes) -> None:
+        raise OSError(code, os.strerror(code), str(self))
+
+    monkeypatch.setattr(Path, "write_bytes", limited)
+    with pytest.raises(io.DiskFullError) as caught:
+        io.write_json({"MRR@10": 0.5}, dest)
+    text, (words, fix) = str(caught.value), LIMITS[code]
+    assert "\n" not in text and re.match(rf"{re.escape(str(dest))}: {words}", text), text
+    assert "while writing it (it needs about" in text and fix in text, text
+    assert text.endswith("rerun `dvc repro`.") and _listing(tmp_path) == []
+
+
+@pytest.mark.parametrize("code", list(LIMITS), ids=["EFBIG", "EDQUOT"])
+def test_a_stage_ends_a_library_efbig_or_edquot_with_one_line(
+    caplog: pytest.LogCaptureFixture, code: int
+) -> None:
+    """torch's writer raises its own error from the OSError (issue 32: `File too large`,
+    then `RuntimeError … unexpected pos`, as a traceback)."""
+
+    def main(argv: Sequence[str] | None) -> None:
+        try:
+            raise OSError(code, os.strerror(code), "models/x/model.safetensors")
+        except OSError as e:
+            raise RuntimeError("[enforce fail at inline_container.cc] unexpected pos 64") from e
+
+    with caplog.at_level(logging.ERROR), pytest.raises(SystemExit) as stop:
+        run_stage(main)
+    assert stop.value.code == 1
+    (line,) = [r.getMessage() for r in caplog.records]
+    words, fix = LIMITS[code]
+    assert re.match(rf"models/x/model\.safetensors: {words}", line) and fix in line, line
+    assert "the stage failed, so DVC records none of its outputs" in line
+
+
+def test_the_checkpoint_line_does_not_send_the_user_to_the_dvc_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(obj: Any, f: Any) -> None:
+        raise RuntimeError("file write failed") from ENOSPC
+
+    monkeypatch.setattr(checkpoint.torch, "save", full)
+    with pytest.raises(io.DiskFullError) as caught:
+        checkpoint.save_checkpoint(tmp_path, {"step": 4, "w": torch.zeros(4)})
+    text = _one_line(caught.value, tmp_path / "checkpoint.pt")
+    assert "dvc cache" not in text and text.endswith("Free space there and rerun `dvc repro`.")
+
+
+def test_fair_eval_hints_never_mention_params_or_dvc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A missing run file and a full disk under --out: fixes for a fair-eval user."""
+    from pipeline.evaluate_run import main as fair_eval
+
+    qrels, corpus, run = tmp_path / "qrels.txt", tmp_path / "corpus.tsv", tmp_path / "run.trec"
+    qrels.write_text("q1 0 d1 1\n")
+    corpus.write_text("d1\tshe is a nurse\nd2\the is a pilot\n")
+    argv = ["--qrels", str(qrels), "--corpus", str(corpus), "--cutoffs", "10"]
+    with caplog.at_level(logging.ERROR):
+        assert fair_eval([str(tmp_path / "missing.trec"), *argv]) == 2
+    run.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\n")
+    monkeypatch.setattr(Path, "write_bytes", lambda self, data: _full_disk(self))
+    with caplog.at_level(logging.ERROR):
+        assert fair_eval([str(run), *argv, "--out", str(tmp_path / "m.json")]) == 2
+    missing, full = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert missing == f"{tmp_path / 'missing.trec'}: file not found. Check the path given on " \
+        "the command line."
+    assert "no space left on device" in full and full.endswith("and rerun fair-eval.")
+    for line in (missing, full):
+        assert "params.yaml" not in line and "dvc" not in line.lower(), line

@@ -35,9 +35,9 @@ PACKAGE = ROOT / "pipeline"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(f"pipeline{'.' + u if u else ''}" for u in layer)
     for layer in (
-        ("", "errors", "paths", "progress", "timing"),  # foundations: no project imports
-        ("config", "schemas", "stats", "model_test", "ties"),  # configs, schemas, tests, ties
-        ("io", "plugins", "sections"),  # validated I/O, plug-in discovery, fixed sections
+        ("", "errors", "paths", "progress", "timing", "coverage"),  # no project imports
+        ("config", "schemas", "stats", "model_test", "ties", "dvc_cache"),  # configs, tests, …
+        ("io", "plugins", "sections", "manifest"),  # I/O, plug-in discovery, sections, checksums
         ("params",),  # the typed params.yaml: reads records by name, imports no plug-in
         # plug-in packages (records: sources, orderings, loss terms, metrics, model families)
         # and the libraries they use (bias scores, BM25)
@@ -45,7 +45,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         # what the stages run: training, reranking, evaluation of any run, provenance, audits
         ("train", "rerank", "provenance", "measures", "evaluate_run", "audit", "doctor",
          "pyterrier"),
-        ("report", "grid"),  # tables, plots and docs; the paper grid on a cluster
+        ("report", "grid", "deps"),  # tables, plots, docs; the grid on a cluster; code deps
     )
 )  # fmt: skip
 """The package's layers, bottom first (see the module docstring)."""

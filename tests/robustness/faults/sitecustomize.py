@@ -12,7 +12,10 @@ so that its ``n``-th call (default 1) does ``<fault>`` instead:
 - ``enospc``: raise ``OSError(ENOSPC)`` after writing half of a kilobyte to the first
   path-like argument, as a full disk does;
 - ``safetensors``: raise safetensors' own ``SafetensorError`` for a full disk (the message
-  the Rust writer gives).
+  the Rust writer gives);
+- ``full``: a nearly full disk, on every call from the ``n``-th: a copy ``f(src, dst, …)`` of
+  a file larger than 4 KiB writes 512 bytes to ``dst`` and raises ``OSError(ENOSPC)``;
+  smaller copies go through (DVC's 4-byte test of its link types, a small lock file).
 
 Python imports ``sitecustomize`` at start-up, so the fault reaches processes that DVC starts.
 """
@@ -50,6 +53,15 @@ def _fault(kind: str, args: tuple[Any, ...]) -> None:
     raise ValueError(f"PIPELINE_FAULT: unknown fault {kind!r}")
 
 
+def _full(args: tuple[Any, ...]) -> None:
+    """A copy of a file over 4 KiB on a nearly full disk (module docstring, ``full``)."""
+    paths = [a for a in args if isinstance(a, str | Path)]
+    if len(paths) < 2 or not os.path.isfile(paths[0]) or os.path.getsize(paths[0]) <= 4096:
+        return
+    Path(paths[1]).write_bytes(b"\0" * 512)
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(paths[1]))
+
+
 def _cut(original: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     import io
 
@@ -75,7 +87,10 @@ def _wrap(module: Any, attribute: str, kind: str, nth: int) -> None:
         calls[0] += 1
         if calls[0] == nth and kind == "cut":
             _cut(original, args, kwargs)
-        if calls[0] == nth:
+        if kind == "full":
+            if calls[0] >= nth:
+                _full(args)
+        elif calls[0] == nth:
             _fault(kind, args)
         return original(*args, **kwargs)
 

@@ -1,0 +1,48 @@
+"""Stage `params`: params.yaml validated before any other stage runs (issue 32).
+
+DVC deletes a stage's outputs (the git-tracked, uncached DVCLive files too) just before it
+runs the stage's command, so a parameter refused inside that command has already cost the
+previous outputs. Every other stage depends on this stage's output (`data/params.ok`), so
+DVC runs this one first: a refused `dvc exp run -S train.lr=-0.001`, or an unknown section
+(`-S +trian.lr=0.1`), stops here with one line and every output stays as it was (`persist`
+in dvc.yaml: not even this stage's own output is deleted first). The output never depends on
+the values: a valid change rewrites the same bytes, so DVC reruns only the stages that read
+the changed key.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from pipeline import io, paths
+from pipeline.params import ParamsError
+from stages.common import run_stage, setup
+
+log = logging.getLogger("stages.params")
+
+VALID = (
+    "params.yaml passed `python -m stages.params`. Every stage depends on this file, so no\n"
+    "stage runs (and DVC removes no outputs) before params.yaml is valid. Its bytes never\n"
+    "change with the values: a valid change reruns only the stages that read it.\n"
+)
+
+
+AFTER = (
+    "No stage ran and no output was touched. DVC leaves a value given with `dvc exp run -S` "
+    "in params.yaml: fix it there (`git diff params.yaml` shows what changed)"
+)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        ns = setup(__doc__ or "", argv)  # loads and validates params.yaml (pipeline.params)
+    except ParamsError as e:
+        sep = " " if str(e).endswith(("?", ".")) else ". "
+        raise ParamsError(f"{e}{sep}{AFTER}") from e
+    io.write_text(VALID, paths.PARAMS_OK)
+    log.info("params: valid (%d methods)", len(ns.params.methods))
+
+
+if __name__ == "__main__":
+    run_stage(main)
