@@ -121,7 +121,7 @@ class TransferParams(Checked):
 
     name: Literal["genderbias-qa"] = "genderbias-qa"
     splits: list[Literal["test", "train"]] = field(default_factory=lambda: ["test"])
-    fold_models: Literal["first", "all"] = "first"
+    fold_models: Literal["first", "all"] = "all"
 
 
 @dataclass(frozen=True)
@@ -132,11 +132,14 @@ class RerankParams(Checked):
 @dataclass(frozen=True)
 class EvaluateParams(Checked):
     """``cutoffs`` of every rank-based metric; ``awrf_target`` (SPEC §4.6);
-    ``exposure_temperature``: Plackett-Luce temperature on the per-query z-scored scores."""
+    ``exposure_temperature``: Plackett-Luce temperature on the per-query z-scored scores;
+    ``scopes``: other views of each run evaluated beside it (``judged``: each query's run
+    condensed to its judged documents; ``pipeline.metrics.runner.SCOPES``)."""
 
     cutoffs: Annotated[list[int], Range(ge=1)] = field(default_factory=lambda: [10, 20])
     awrf_target: Literal["uniform", "relevant"] = "uniform"
     exposure_temperature: Annotated[float, Range(gt=0)] = 1.0
+    scopes: list[Literal["judged"]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

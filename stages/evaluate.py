@@ -43,9 +43,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     several = runs[0][1] != ""  # seed-<n>/ folders: train.seeds is set
     result = {**(runner.over_seeds(per_seed) if several else per_seed[runs[0][0]]), **info}
     result |= runner.weak_metrics(m, ns.params.seed_runs_of(m), shared, p)
+    result = runner.merged(result, runner.scope_metrics(m, runs, shared, p))
     moved = runner.transfer_metrics(m, ns.params.seed_runs_of(m), p, ns.first_stage)
-    std = {**result.get("std", {}), **moved.pop("std", {})}
-    result |= moved | ({"std": std} if std else {})
+    result = runner.merged(result, moved)
     if several:
         io.write_json(result, paths.evals(m) / "metrics.json")
     io.write_json(result, paths.metrics(m))

@@ -8,8 +8,8 @@ aggregates (mean ± std, SPEC §4.8).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +115,17 @@ def evaluate_transfer(
 TRANSFER = "transfer"  # the held-out collection: eval/<m>/[seed-<n>/]transfer/, keys transfer.*
 
 
+def prefixed(per_seed: Mapping[int, Mapping[str, float]], prefix: str) -> dict[str, Any]:
+    """``per_seed`` aggregates as ``<prefix>.<key>`` (the mean over seeds with several seeds,
+    their std under ``std``), the shape of ``metrics/<method>.json``."""
+    over = over_seeds(per_seed) if len(per_seed) > 1 else dict(next(iter(per_seed.values())))
+    out: dict[str, Any] = {f"{prefix}.{k}": v for k, v in over.items() if k not in ("std", "seeds")}
+    std = over.get("std")
+    if isinstance(std, Mapping):
+        out["std"] = {f"{prefix}.{k}": v for k, v in std.items()}
+    return out
+
+
 def transfer_metrics(
     method: str, seed_runs: Sequence[tuple[int, str]], p: EvaluateParams, first_stage: bool
 ) -> dict[str, Any]:
@@ -130,13 +141,59 @@ def transfer_metrics(
                else io.read_table(path, schemas.RUN))  # fmt: skip
         per_seed[seed], per_query = evaluate_transfer(run, shared, p)
         write_eval(per_query, per_seed[seed], Path("eval", method, sub, TRANSFER))
-    over = over_seeds(per_seed) if len(per_seed) > 1 else next(iter(per_seed.values()))
-    skip = ("std", "seeds")
-    out: dict[str, Any] = {f"{TRANSFER}.{k}": v for k, v in over.items() if k not in skip}
-    std = over.get("std")
-    if isinstance(std, Mapping):
-        out["std"] = {f"{TRANSFER}.{k}": v for k, v in std.items()}
+    return prefixed(per_seed, TRANSFER)
+
+
+JUDGED = "judged"  # evaluate.scopes: eval/<m>/[seed-<n>/]judged/, keys judged.*
+
+
+def condense(frame: pl.DataFrame, keep: pl.DataFrame) -> pl.DataFrame:
+    """The rows of a ranked ``frame`` (``query_id, doc_id, rank, …``) whose ``(query_id,
+    doc_id)`` is in ``keep``, ranks renumbered 1..n per query in their order: Sakai's
+    condensed list (SIGIR 2007, "Alternatives to Bpref"). Scores, hence ties, are kept."""
+    rank = (pl.int_range(pl.len(), dtype=pl.Int64).over("query_id") + 1).alias("rank")
+    kept = frame.join(keep.select("query_id", "doc_id").unique(), on=["query_id", "doc_id"],
+                      how="semi")  # fmt: skip
+    return kept.sort("query_id", "rank").with_columns(rank)
+
+
+def judged_scope(run: pl.DataFrame, s: Shared) -> tuple[pl.DataFrame, Shared]:
+    """The run and the background set (NFaiRR's ideal list) condensed to each query's judged
+    documents (its qrels rows, relevant or not). On Grep-BiasIR these are the query's own six
+    documents (its relevant and its non-relevant one, each in F/M/N versions), so the
+    filled-in documents of other queries (``candidates.fill_seed``) weigh nothing."""
+    return condense(run, s.qrels), replace(s, candidates=condense(s.candidates, s.qrels))
+
+
+SCOPES: dict[str, Callable[[pl.DataFrame, Shared], tuple[pl.DataFrame, Shared]]] = {
+    JUDGED: judged_scope,
+}
+"""``evaluate.scopes``: other views of each run, evaluated by the same suite and reported
+beside the whole list as ``<scope>.<key>``."""
+
+
+def scope_metrics(
+    method: str, runs: Sequence[tuple[int, str, pl.DataFrame]], s: Shared, p: EvaluateParams
+) -> dict[str, Any]:
+    """Every run of ``runs`` (``read_runs``) evaluated in each scope of ``p.scopes`` into
+    ``eval/<method>/[seed-<n>/]<scope>/``; the aggregates as ``<scope>.<key>`` (mean over
+    seeds, std under ``std``)."""
+    out: dict[str, Any] = {}
+    for scope in p.scopes:
+        per_seed = {}
+        for seed, sub, run in runs:
+            scoped_run, scoped = SCOPES[scope](run, s)
+            per_seed[seed], per_query = evaluate_run(scoped_run, scoped, p)
+            write_eval(per_query, per_seed[seed], paths.evals(method, sub) / scope)
+        out = merged(out, prefixed(per_seed, scope))
     return out
+
+
+def merged(result: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``result`` updated with ``extra``, their ``std`` dicts merged (absent when both lack it)."""
+    std = {**result.get("std", {}), **extra.get("std", {})}
+    out = {**result, **{k: v for k, v in extra.items() if k != "std"}}
+    return out | ({"std": std} if std else {})
 
 
 WEAK = "weak"  # EqualizeIR's weak learners' own runs: runs/<m>/[seed-<n>/]weak.parquet

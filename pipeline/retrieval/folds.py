@@ -58,14 +58,16 @@ def fill(
     seed: int | tuple[int, ...],
 ) -> pl.DataFrame:
     """Pad every query's BM25 list to ``k`` documents (SPEC §7, issue 21 "a testbed that can
-    move"). BM25 ranks only documents that share a term with the query: on Grep-BiasIR a
-    fold's test side has ~140 documents and a query matched 24 on average (35 of 117 fewer
-    than 10), so rank-based metrics could not move on short lists. The fill appends, after
+    move"). BM25 ranks only documents that share a term with the query: on Grep-BiasIR with
+    2 folds a fold's test side has ~350 documents and a query matched 34.6 on average (10 of
+    117 fewer than 10), so rank-based metrics could not move on short lists. The fill appends, after
     BM25's matches and tied at score 0: first the query's own judged documents that BM25
     missed (every version of its relevant and non-relevant document, so the counterfactual
     comparison is defined for every query; relevance is not revealed: both kinds are added),
     then the side's other documents in a seeded random order (one permutation per fold).
-    A query that matched nothing gets the whole list this way."""
+    A query that matched nothing gets the whole list this way. The filled documents are other
+    queries' (1,657 of the 5,850 candidates of the 2-fold default): evaluate also condenses
+    each run to the query's judged documents (``evaluate.scopes``, docs/decisions.md)."""
     have = dict(cands.group_by("query_id").agg(pl.col("doc_id")).iter_rows())
     short = [q for q in queries["query_id"].to_list() if len(have.get(q, [])) < k]
     if not short:
