@@ -168,6 +168,22 @@ QUERY_COMPLEXITY = Schema(
     {c: F64 for name in COMPLEXITY_INDICES + SYNTACTIC_INDICES for c in (name, f"{name}_norm")},
     unique=("query_id",),
 )
+# Per F/M/N group of a collection's judged documents (pipeline/bias/group_words.py): how many
+# gender-definitional words its documents carry and how many are neutral (ζ = 1).
+GROUP_WORDS = Schema(
+    "group words",
+    {
+        "group": STR,
+        "documents": I64,
+        "queries": I64,
+        "gender_words": F64,
+        "female_words": F64,
+        "male_words": F64,
+        "neutral_share": F64,
+        "queries_more": I64,
+    },
+    unique=("group",),
+)
 
 ALL = {
     s.name: s
@@ -183,6 +199,7 @@ ALL = {
         CURVE,
         ALIGNMENTS,
         QUERY_COMPLEXITY,
+        GROUP_WORDS,
     )
 }
 

@@ -1,8 +1,10 @@
 """Stage `transfer_data`: the held-out transfer collection (`transfer.name`, e.g. the shipped
 GenderBias-QA) as evaluation tables: `data/transfer/{corpus,queries,qrels}.parquet`, its
 BM25 candidates (top `candidates.top_k`, short lists filled as the main collection's) and the
-Ψ/ζ/lexicon scores of its documents (`score` settings). The trained models rerank these
-candidates without ever training on them (pipeline/rerank.py, evaluate stage)."""
+Ψ/ζ/lexicon scores of its documents (`score` settings), and the gender words per F/M group
+(`group_words.parquet`, a confound the report states: pipeline/bias/group_words.py). The
+trained models rerank these candidates without ever training on them (pipeline/rerank.py,
+evaluate stage)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import logging
 from collections.abc import Sequence
 
 from pipeline import io, schemas
+from pipeline.bias.group_words import group_words, group_words_line
 from pipeline.bias.lexicon import load_lexicon, load_wordlist
 from pipeline.bias.scoring import score_documents
 from pipeline.data.genderbias_qa import load_genderbias_qa
@@ -38,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     io.write_table(coll.qrels, f"{OUT}/qrels.parquet", schemas.QRELS)
     io.write_table(cands.sort("query_id", "rank"), f"{OUT}/candidates.parquet", schemas.CANDIDATES)
     io.write_table(scores, f"{OUT}/doc_scores.parquet", schemas.DOC_SCORES)
+    words = group_words(coll.corpus, scores, coll.qrels)
+    io.write_table(words, f"{OUT}/group_words.parquet", schemas.GROUP_WORDS)
+    log.info("transfer_data: %s", group_words_line(words))
     log.info("transfer_data: %s (%s): %d queries, %d documents, %d candidates",
              t.name, "+".join(t.splits), coll.queries.height, coll.corpus.height,
              cands.height)  # fmt: skip
