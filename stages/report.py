@@ -37,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         correction=params.report.correction,
         bootstrap_samples=params.report.bootstrap_samples,
         bootstrap_seed=params.report.bootstrap_seed,
+        transfer_data=paths.TRANSFER,
     )
     log.info("report: %d methods (baseline %s), %d files", len(methods), methods[0], len(written))
 

@@ -18,6 +18,7 @@ Outputs (all written atomically):
 | `<plots_dir>/tradeoff_nfairr.png`, `tradeoff_arab.png` | fairness vs MRR, one point per method |
 | `<out_dir>/variation.md`, `<plots_dir>/variation_bins.png` | nDCG@10 μ/σ/c_v per complexity bin |
 | `<plots_dir>/training.png` | training loss and learning rate of every trained method |
+| `<out_dir>/adversary.csv` | AdvBERT's adversary per model: accuracy vs majority (`train_dir`) |
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from pipeline import io, schemas
+from pipeline.report.adversary import adversary_markdown, adversary_table
 from pipeline.report.claims import findings_markdown
 from pipeline.report.plots import (
     save_png,
@@ -37,6 +39,7 @@ from pipeline.report.plots import (
     training_figure,
 )
 from pipeline.report.ranx_export import ranx_report
+from pipeline.report.scopes import JUDGED, judged_markdown, scope_comparison
 from pipeline.report.significance import ALPHA, PerQuery, as_seeds, compare
 from pipeline.report.tables import (
     CHANGE_AT_K,
@@ -45,7 +48,12 @@ from pipeline.report.tables import (
     summary_frame,
     unmark_saturated,
 )
-from pipeline.report.transfer import TRANSFER, transfer_comparison, transfer_markdown
+from pipeline.report.transfer import (
+    TRANSFER,
+    transfer_comparison,
+    transfer_markdown,
+    transfer_notes,
+)
 from pipeline.report.variation import write_variation
 from pipeline.stats import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
 
@@ -178,12 +186,15 @@ def build_report(
     correction: str = "bonferroni",
     bootstrap_samples: int = BOOTSTRAP_SAMPLES,
     bootstrap_seed: int = BOOTSTRAP_SEED,
+    transfer_data: str | Path | None = None,
 ) -> list[Path]:
     """Write the summary tables (and, with `plots_dir`, the figures); return the paths written.
 
     `method_names` fixes the row order (take it from params, not a glob: removed methods leave
     stale folders); `baseline` is the method every other one is compared with; `reference`
-    rows (the first-stage ranking) are shown but not compared.
+    rows (the first-stage ranking) are shown but not compared. `transfer_data`: the
+    held-out collection's tables (`data/transfer`), whose confounds the transfer section
+    states.
     """
     out, written = Path(out_dir), []
     metrics = {m: io.read_json(Path(eval_dir) / m / "metrics.json") for m in method_names}
@@ -196,6 +207,7 @@ def build_report(
         correction=correction,
     )
     transfer = transfer_comparison(method_names, eval_dir, baseline, reference, alpha, correction)
+    judged = scope_comparison(method_names, eval_dir, baseline, reference, alpha, correction)
     untrained = next((r for r in reference if r == ZERO_SHOT and r in per_query), None)
     training = None if untrained is None else compare(
         {untrained: per_query[untrained], baseline: per_query[baseline]}, untrained, alpha=alpha
@@ -218,10 +230,20 @@ def build_report(
     seeds = sorted(as_seeds(per_query[baseline]))
     md += "\n" + findings_markdown(cmp, baseline, skip=reference, training=training,
                                    seeds=seeds if len(seeds) > 1 else (), alpha=alpha)  # fmt: skip
+    if judged is not None:
+        md += judged_markdown(judged, baseline, reference, cutoffs)
+        scoped = pl.format("{}.{}", pl.lit(JUDGED), "metric").alias("metric")
+        cmp = pl.concat([cmp, judged.with_columns(scoped)])
     if transfer is not None:
-        md += transfer_markdown(transfer, baseline, reference, cutoffs)
+        notes = transfer_notes(transfer_data) if transfer_data is not None else ()
+        md += transfer_markdown(transfer, baseline, reference, cutoffs, notes)
         named = pl.format("{}.{}", pl.lit(TRANSFER), "metric").alias("metric")
         cmp = pl.concat([cmp, transfer.with_columns(named)])
+    adversary = adversary_table(train_dir, method_names) if train_dir is not None else None
+    if adversary is not None and adversary.height:
+        md += adversary_markdown(adversary)
+        io.write_text(adversary.write_csv(float_precision=6), out / "adversary.csv")
+        written.append(out / "adversary.csv")
     io.write_text(md, out / "summary.md")
     io.write_text(summary_frame(metrics).write_csv(float_precision=6), out / "summary.csv")
     io.write_text(cmp.write_csv(float_precision=6), out / "comparison.csv")
