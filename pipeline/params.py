@@ -139,7 +139,7 @@ class EvaluateParams(Checked):
     cutoffs: Annotated[list[int], Range(ge=1)] = field(default_factory=lambda: [10, 20])
     awrf_target: Literal["uniform", "relevant"] = "uniform"
     exposure_temperature: Annotated[float, Range(gt=0)] = 1.0
-    scopes: list[Literal["judged"]] = field(default_factory=list)
+    scopes: list[Literal["judged"]] = field(default_factory=lambda: ["judged"])
 
 
 @dataclass(frozen=True)

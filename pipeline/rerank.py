@@ -21,6 +21,7 @@ from pipeline.errors import InputError
 from pipeline.models.base import Key, Ranker
 from pipeline.params import Params
 from pipeline.provenance import build_metadata
+from pipeline.retrieval.folds import for_seed
 
 logger = logging.getLogger(__name__)
 
@@ -138,8 +139,8 @@ def write_method_runs(
     for seed, sub in params.seed_runs_of(method):
         run, moved = rerank_folds(
             lambda fold, s=seed, d=sub: load(s, d, fold),  # type: ignore[misc]
-            candidates, texts, params.rerank.batch_size, features, transfer,
-            params.transfer.fold_models,
+            for_seed(candidates, params.train.seeds, seed),  # its fold assignment's lists
+            texts, params.rerank.batch_size, features, transfer, params.transfer.fold_models,
         )  # fmt: skip
         folder = paths.runs(method, sub) if out is None else out / method / sub
         io.write_table(run, str(folder / "run.parquet"), schemas.RUN)

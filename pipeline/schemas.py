@@ -66,7 +66,18 @@ QRELS = Schema(
 TRIPLES = Schema(
     "triples",
     {"query_id": STR, "pos_doc_id": STR, "neg_doc_id": STR},
-    {"source": STR, "fold": I64, "draw": I64},
+    {"source": STR, "fold": I64, "draw": I64, "assignment": I64},
+)
+ASSIGNMENT = "assignment"
+"""Which k-fold assignment a row belongs to (``dataset.grep_biasir.splits`` > 1): the i-th
+of ``train.seeds`` trains, reranks and is evaluated on assignment ``i mod splits``; fold ids
+are unique across assignments (assignment a's folds are a·k … a·k + k − 1). The column is
+absent from triples and candidates with one assignment (the tables as before)."""
+# Every query's fold in every assignment (one assignment, 0, without several).
+FOLDS = Schema(
+    "folds",
+    {"query_id": STR, "assignment": I64, "fold": I64},
+    unique=("assignment", "query_id"),
 )
 TRIPLE_COLUMNS = tuple(TRIPLES.required)
 """``(query_id, pos_doc_id, neg_doc_id)``: the columns that identify a triple."""
@@ -104,7 +115,7 @@ PSI_SOURCE = {"bool_abs": "psi_bool", "tf_abs": "psi_tf", "tc_abs": "psi_tc"}
 CANDIDATES = Schema(
     "candidates",
     {"query_id": STR, "doc_id": STR, "rank": I64, "score": F64},
-    {"fold": I64},
+    {"fold": I64, "assignment": I64},  # assignment: with several fold assignments (FOLDS)
     unique=("fold", "query_id", "doc_id"),
     finite=("score",),  # may be empty: extract writes an empty first_stage without a run
 )
@@ -192,6 +203,7 @@ ALL = {
         QUERIES,
         QRELS,
         TRIPLES,
+        FOLDS,
         ORDERED_TRIPLES,
         DOC_SCORES,
         CANDIDATES,

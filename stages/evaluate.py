@@ -35,15 +35,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     trec_fair = ns.params.dataset.name == runner.TREC_FAIR
     info = runner.run_info(m, shared.doc_scores, shared.complexity)
     per_seed: dict[int, dict[str, float]] = {}
+    seeds = ns.params.train.seeds  # each seed's fold assignment (dataset.*.splits)
     for seed, sub, run in runs:
-        per_seed[seed], per_query = runner.evaluate_run(run, shared, p, trec_fair=trec_fair)
+        s = runner.seed_view(shared, seeds, seed)
+        per_seed[seed], per_query = runner.evaluate_run(run, s, p, trec_fair=trec_fair)
         if trec_fair:  # the track's submission files of this run (seed 004 §3.6)
             write_submissions(run, paths.evals(m, sub), temperature=p.exposure_temperature)
         runner.write_eval(per_query, {**per_seed[seed], **info}, paths.evals(m, sub))
     several = runs[0][1] != ""  # seed-<n>/ folders: train.seeds is set
     result = {**(runner.over_seeds(per_seed) if several else per_seed[runs[0][0]]), **info}
-    result |= runner.weak_metrics(m, ns.params.seed_runs_of(m), shared, p)
-    result = runner.merged(result, runner.scope_metrics(m, runs, shared, p))
+    result |= runner.weak_metrics(m, ns.params.seed_runs_of(m), shared, p, seeds)
+    result = runner.merged(result, runner.scope_metrics(m, runs, shared, p, seeds))
     moved = runner.transfer_metrics(m, ns.params.seed_runs_of(m), p, ns.first_stage)
     result = runner.merged(result, moved)
     if several:

@@ -22,6 +22,7 @@ from pipeline.metrics.suite import aggregate as aggregate_metrics
 from pipeline.metrics.suite import evaluate
 from pipeline.metrics.trec_fair2022 import trec_fair_metrics
 from pipeline.params import EvaluateParams
+from pipeline.retrieval.folds import for_seed
 from pipeline.stats import mean_std
 
 TREC_FAIR = "trec-fair-2022"  # SPEC §4.6 "TREC Fair 2022 mode": the track's metrics too
@@ -173,16 +174,17 @@ beside the whole list as ``<scope>.<key>``."""
 
 
 def scope_metrics(
-    method: str, runs: Sequence[tuple[int, str, pl.DataFrame]], s: Shared, p: EvaluateParams
-) -> dict[str, Any]:
+    method: str, runs: Sequence[tuple[int, str, pl.DataFrame]], s: Shared, p: EvaluateParams,
+    seeds: Sequence[int] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """Every run of ``runs`` (``read_runs``) evaluated in each scope of ``p.scopes`` into
     ``eval/<method>/[seed-<n>/]<scope>/``; the aggregates as ``<scope>.<key>`` (mean over
-    seeds, std under ``std``)."""
+    seeds, std under ``std``). ``seeds``: ``train.seeds`` (``seed_view``)."""
     out: dict[str, Any] = {}
     for scope in p.scopes:
         per_seed = {}
         for seed, sub, run in runs:
-            scoped_run, scoped = SCOPES[scope](run, s)
+            scoped_run, scoped = SCOPES[scope](run, seed_view(s, seeds, seed))
             per_seed[seed], per_query = evaluate_run(scoped_run, scoped, p)
             write_eval(per_query, per_seed[seed], paths.evals(method, sub) / scope)
         out = merged(out, prefixed(per_seed, scope))
@@ -200,14 +202,16 @@ WEAK = "weak"  # EqualizeIR's weak learners' own runs: runs/<m>/[seed-<n>/]weak.
 
 
 def weak_metrics(
-    method: str, seed_runs: Sequence[tuple[int, str]], s: Shared, p: EvaluateParams
-) -> dict[str, float]:
+    method: str, seed_runs: Sequence[tuple[int, str]], s: Shared, p: EvaluateParams,
+    seeds: Sequence[int] | None = None,
+) -> dict[str, float]:  # fmt: skip
     """The effectiveness of an EqualizeIR method's weak learners on the test queries (issue
     21), as ``weak.<key>`` (mean over seeds); empty for a method without weak runs."""
-    paths = [Path("runs", method, sub, f"{WEAK}.parquet") for _, sub in seed_runs]
-    if not all(path.is_file() for path in paths):
+    paths = [(seed, Path("runs", method, sub, f"{WEAK}.parquet")) for seed, sub in seed_runs]
+    if not all(path.is_file() for _, path in paths):
         return {}
-    per_seed = [evaluate_run(io.read_table(str(path), schemas.RUN), s, p)[0] for path in paths]
+    per_seed = [evaluate_run(io.read_table(str(path), schemas.RUN), seed_view(s, seeds, seed),
+                             p)[0] for seed, path in paths]  # fmt: skip
     keys = [k for k in per_seed[0] if k.startswith(("MRR@", "nDCG@"))]
     return {f"{WEAK}.{k}": sum(a[k] for a in per_seed) / len(per_seed) for k in keys}
 
@@ -218,10 +222,17 @@ def read_runs(
     """``(seed, seed folder, run)`` of each run to evaluate: the BM25 candidates themselves
     (``first_stage``), or ``runs/<method>/<seed folder>/run.parquet`` per ``seed_runs``
     (``Params.seed_runs_of(method)``)."""
-    if first_stage:
-        return [(0, "", shared.candidates.select("query_id", "doc_id", "score", "rank"))]
+    if first_stage:  # the first fold assignment's lists (one per query)
+        cands = for_seed(shared.candidates, None, 0)
+        return [(0, "", cands.select("query_id", "doc_id", "score", "rank"))]
     runs = [(seed, sub, paths.runs(method, sub) / "run.parquet") for seed, sub in seed_runs]
     return [(seed, sub, io.read_table(str(path), schemas.RUN)) for seed, sub, path in runs]
+
+
+def seed_view(s: Shared, seeds: Sequence[int] | None, seed: int) -> Shared:
+    """``s`` with the candidates (NFaiRR's background) of run seed ``seed``'s fold
+    assignment (``pipeline.retrieval.folds.for_seed``; all of them with one assignment)."""
+    return replace(s, candidates=for_seed(s.candidates, seeds, seed))
 
 
 def evaluate_run(

@@ -160,4 +160,4 @@ def _fold_rows(candidates: pl.DataFrame, fold: int) -> pl.DataFrame:
     """Fold ``fold``'s test candidates (all of them without a ``fold`` column)."""
     if "fold" not in candidates.columns:
         return candidates
-    return candidates.filter(pl.col("fold") == fold).drop("fold")
+    return candidates.filter(pl.col("fold") == fold).drop("fold", "assignment", strict=False)

@@ -137,7 +137,7 @@ def inner_tables(t: Tables, fold: int, inner: pl.DataFrame) -> tuple[pl.DataFram
     corpus = t.corpus.drop("fold", "split", strict=False).join(
         owner.select("doc_id", "fold"), on="doc_id"
     )  # fmt: skip
-    outer = t.triples.filter(pl.col("fold") == fold).drop("fold")
+    outer = t.triples.filter(pl.col("fold") == fold).drop("fold", "assignment", strict=False)
     parts = []
     for j in sorted(inner["fold"].unique().to_list()):
         train_q = inner.filter(pl.col("fold") != j)["query_id"].implode()

@@ -87,7 +87,7 @@ def test_scope_metrics_write_their_folder_and_prefix_their_keys(
     written = io.read_json(tmp_path / "eval" / "m" / "seed-1" / "judged" / "metrics.json")
     assert written["NFaiRR@10"] == pytest.approx(one)
     assert (tmp_path / "eval/m/seed-2/judged/per_query.parquet").is_file()
-    assert scope_metrics("m", runs, s, EvaluateParams(cutoffs=[10])) == {}
+    assert scope_metrics("m", runs, s, EvaluateParams(cutoffs=[10], scopes=[])) == {}
     merged = runner.merged({"a": 1.0, "std": {"a": 0.1}}, out)
     assert merged["a"] == 1.0 and set(merged["std"]) == {"a", *out["std"]}
 
