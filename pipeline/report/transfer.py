@@ -64,8 +64,9 @@ def transfer_markdown(
     change = [c.replace("ARaB-tf@", "ARaB-tf-abs@") for c in cols if "ARaB-tf@" not in c]
     return "\n".join([
         "", f"## Transfer: GenderBias-QA ({n} queries, never trained on)", "",
-        "Every fold model of each seed (`transfer.fold_models: all`, a query's value being "
-        "their mean; `first`: fold 0's only) reranks every held-out question's BM25 top-k; "
+        "Each seed's fold models (`transfer.fold_models`: `all`, the default, every fold "
+        "model, a query's value being their mean; `first`, fold 0's only) rerank every "
+        "held-out question's BM25 top-k; "
         "values are means over seeds. Groups: the two female- and two male-leaning answers of "
         "each question (no neutral version, so no neutral-first). Relevance is constructed: "
         "a question's four answers are relevant and every other answer is not, although "
