@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
@@ -59,3 +61,18 @@ def test_genderbias_qa_female_answers_carry_more_gender_words() -> None:
                                                     pytest.approx(3.941, abs=1e-3))  # fmt: skip
     assert (f["queries_more"], m["queries_more"], f["queries"]) == (104, 28, 145)
     assert 0.01 <= f["neutral_share"] < m["neutral_share"] <= 0.04
+
+
+def test_the_transfer_section_states_the_confound(tmp_path: Path) -> None:
+    from pipeline import io
+    from pipeline.report.transfer import transfer_notes
+
+    assert transfer_notes(tmp_path) == []  # no table: nothing to state
+    table = pl.DataFrame({"group": ["F", "M"], "documents": [290, 290], "queries": [145, 145],
+                          "gender_words": [5.24, 3.95], "female_words": [5.09, 0.01],
+                          "male_words": [0.15, 3.94], "neutral_share": [0.01, 0.04],
+                          "queries_more": [104, 28]})  # fmt: skip
+    io.write_table(table, tmp_path / "group_words.parquet", schemas.GROUP_WORDS)
+    (note,) = transfer_notes(tmp_path)
+    assert "5.24 in the F documents, 3.95 in the M ones" in note
+    assert "more in F on 104 of 145 queries" in note and "by construction" in note

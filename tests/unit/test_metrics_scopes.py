@@ -96,3 +96,27 @@ def test_the_report_names_the_scope_as_the_evaluate_stage_writes_it() -> None:
     from pipeline.report import scopes
 
     assert scopes.JUDGED == runner.JUDGED
+
+
+def test_the_report_compares_the_judged_scope_with_the_baseline(tmp_path: Path) -> None:
+    from pipeline import schemas
+    from pipeline.report.scopes import judged_markdown, scope_comparison
+
+    qids = [f"q{i}" for i in range(8)]
+    base = [0.5, 0.6, 0.7, 0.8] * 2
+    rows = {"bm25": [0.9] * 8, "baseline": base, "fairer": [v + 0.1 for v in base]}
+    for method, nfairr in rows.items():
+        frame = pl.DataFrame({"query_id": qids, "NFaiRR@10": nfairr, "MRR@10": [1.0] * 8})
+        table = frame.to_arrow()
+        io.write_table(table, tmp_path / method / "judged" / "per_query.parquet",
+                       schemas.keyed_schema("pq", table, "query_id"))  # fmt: skip
+    methods = list(rows)
+    assert scope_comparison([*methods, "unscoped"], tmp_path, "baseline", ["bm25"], 0.05,
+                            "bonferroni") is None  # fmt: skip
+    cmp = scope_comparison(methods, tmp_path, "baseline", ["bm25"], 0.05, "bonferroni")
+    assert cmp is not None
+    fairer = cmp.filter((pl.col("method") == "fairer") & (pl.col("metric") == "NFaiRR@10"))
+    assert fairer["mean"][0] == pytest.approx(0.75)
+    md = judged_markdown(cmp, "baseline", ["bm25"], [10])
+    assert "## Over each query's judged documents (8 queries)" in md
+    assert "| fairer |" in md and "LIWC is not shown" in md
