@@ -12,12 +12,12 @@ versions) a metric measures how a ranker orders the versions of the query's own 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
 
-from pipeline.report.significance import compare
+from pipeline.report.significance import PerQuery, compare
 from pipeline.report.tables import comparison_table
 
 JUDGED = "judged"  # pipeline.metrics.runner.JUDGED (not imported: the report stays light)
@@ -40,7 +40,31 @@ def scope_comparison(
     from pipeline.report.build import load_per_query
 
     per_query = {m: load_per_query(eval_dir, m, scope) for m in method_names}
+    same = _constant_columns(per_query)
+    if same:  # e.g. LIWC@k over <= k judged documents: the same for every ordering
+        per_query = {m: _drop(v, same) for m, v in per_query.items()}
     return compare(per_query, baseline, reference=reference, alpha=alpha, correction=correction)
+
+
+def _frames(pq: PerQuery) -> list[pl.DataFrame]:
+    return list(pq.values()) if isinstance(pq, Mapping) else [pq]
+
+
+def _drop(pq: PerQuery, columns: Sequence[str]) -> PerQuery:
+    if isinstance(pq, Mapping):
+        return {seed: frame.drop(columns) for seed, frame in pq.items()}
+    return pq.drop(columns)
+
+
+def _constant_columns(per_query: Mapping[str, PerQuery]) -> list[str]:
+    """Metric columns whose per-query values are the same in every run of every method: they
+    say nothing about a ranker in this scope and are left out of its comparison."""
+    frames = [f.sort("query_id") for pq in per_query.values() for f in _frames(pq)]
+    first = frames[0]
+    floats = [c for c, t in first.schema.items() if t == pl.Float64]
+    return [c for c in floats
+            if all(c in f.columns and f.height == first.height and f[c].equals(first[c])
+                   for f in frames[1:])]  # fmt: skip
 
 
 def judged_markdown(
@@ -58,8 +82,8 @@ def judged_markdown(
         "non-relevant document in F, M and N versions, without the other queries' documents "
         "that BM25 matched or that fill a short list (`candidates.fill_seed`). NFaiRR's ideal "
         "list is then the query's own documents sorted by neutrality. A query with no judged "
-        "candidate is left out. LIWC is not shown: an unweighted mean over at most k judged "
-        "documents is the same for every ordering. Keys `judged.<metric>` in "
+        "candidate is left out. A metric with the same per-query values in every run (LIWC: "
+        "an unweighted mean over <= k judged documents) is left out. Keys `judged.<metric>` in "
         "`metrics/<method>.json` and `comparison.csv`.",
         "", comparison_table(cmp, cols), "",
         f"### Change vs `{baseline}` (%) [95% CI, % of |{baseline}|]", "",
