@@ -213,7 +213,7 @@ def select(
     grid_points = points(grid)
     for point in grid_points:
         with_values(params, point)  # every key and value is valid before anything trains
-    split_seed = params.dataset.grep_biasir.split_seed if seed is None else seed
+    split_seed = int(getattr(params.dataset.source, "split_seed", 0)) if seed is None else seed
     current = {k: _get(params, k) for k in grid}
     rows: list[dict[str, Any]] = []
     folds = sorted(t.queries["fold"].drop_nulls().unique().to_list())
