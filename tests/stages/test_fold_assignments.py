@@ -4,6 +4,7 @@ query is still tested once per seed by a model that never trained on it."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -49,3 +50,10 @@ def test_each_seed_uses_its_own_fold_split(tiny_repo: Path, tmp_path: Path, dvc:
         )
         per_query = pl.read_parquet(repo / f"eval/baseline/seed-{seed}/per_query.parquet")
         assert set(per_query["query_id"]) == queries and per_query["NFaiRR@10"].max() <= 1.0
+        judged = pl.read_parquet(repo / f"eval/baseline/seed-{seed}/judged/per_query.parquet")
+        assert set(judged["query_id"]) <= queries and judged["NFaiRR@10"].max() <= 1.0
+    metrics = json.loads((repo / "metrics/baseline.json").read_text())
+    assert metrics["seeds"] == [1, 2] and 0 <= metrics["judged.NFaiRR@10"] <= 1  # scope keys
+    assert "transfer.MRR@10" in metrics  # every fold model of both seeds reranked it
+    words = pl.read_parquet(repo / "data/transfer/group_words.parquet")
+    assert set(words["group"]) == {"F", "M"}
