@@ -82,12 +82,17 @@ def adversary_markdown(table: pl.DataFrame) -> str:
              "to remove.", "",
              "| method | models | accuracy | majority share | accuracy − majority | "
              "models above majority |", "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
-    for (method,), part in table.group_by("method", maintain_order=True):
-        def span(col: str, frame: pl.DataFrame = part) -> str:
-            return f"{frame[col].min():.2f}–{frame[col].max():.2f}"
-
+    for method in dict.fromkeys(table["method"].to_list()):
+        part = table.filter(pl.col("method") == method)
+        span = {c: f"{_num(part[c].min()):.2f}–{_num(part[c].max()):.2f}"
+                for c in ("accuracy", "majority", "acc_minus_majority")}  # fmt: skip
         above = int((part["acc_minus_majority"] > 0).sum())
-        lines.append(f"| {method} | {part.height} | {span('accuracy')} | {span('majority')} | "
-                     f"{part['acc_minus_majority'].mean():+.3f} ({span('acc_minus_majority')})"
-                     f" | {above} of {part.height} |")  # fmt: skip
+        mean = _num(part["acc_minus_majority"].mean())
+        lines.append(f"| {method} | {part.height} | {span['accuracy']} | {span['majority']} | "
+                     f"{mean:+.3f} ({span['acc_minus_majority']}) | {above} of "
+                     f"{part.height} |")  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def _num(value: object) -> float:
+    return float(value)  # type: ignore[arg-type]
