@@ -27,7 +27,7 @@ class TrainConfig(Checked):
 
     seed: int = 42
     batch_size: Annotated[int, Range(ge=1)] = 3
-    lr: Annotated[float, Range(gt=0)] = 2.0e-4
+    lr: Annotated[float, Range(gt=0)] = 1.0e-4
     epochs: Annotated[int, Range(ge=1)] = 1
     group_size: Annotated[int, Range(ge=2)] = 6
     warmup_ratio: Annotated[float, Range(ge=0, le=1)] = 0.1
