@@ -21,6 +21,7 @@ from pipeline.errors import InputError
 from pipeline.models.base import Key, Ranker
 from pipeline.params import Params
 from pipeline.provenance import build_metadata
+from pipeline.retrieval.folds import for_seed
 from pipeline.ties import rank_by_score
 
 logger = logging.getLogger(__name__)
@@ -136,8 +137,8 @@ def write_method_runs(
     for seed, sub in params.seed_runs_of(method):
         run, moved = rerank_folds(
             lambda fold, s=seed, d=sub: load(s, d, fold),  # type: ignore[misc]
-            candidates, texts, params.rerank.batch_size, features, transfer,
-            params.transfer.fold_models,
+            for_seed(candidates, params.train.seeds, seed),  # its fold assignment's lists
+            texts, params.rerank.batch_size, features, transfer, params.transfer.fold_models,
         )  # fmt: skip
         write_runs(params, method, seed, sub, run, moved, models=models, out=out)
 

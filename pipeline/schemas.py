@@ -68,7 +68,18 @@ QRELS = Schema(
 TRIPLES = Schema(
     "triples",
     {"query_id": STR, "pos_doc_id": STR, "neg_doc_id": STR},
-    {"source": STR, "fold": I64, "draw": I64},
+    {"source": STR, "fold": I64, "draw": I64, "assignment": I64},
+)
+ASSIGNMENT = "assignment"
+"""Which k-fold assignment a row belongs to (``dataset.grep_biasir.splits`` > 1): the i-th
+of ``train.seeds`` trains, reranks and is evaluated on assignment ``i mod splits``; fold ids
+are unique across assignments (assignment a's folds are a·k … a·k + k − 1). The column is
+absent from triples and candidates with one assignment (the tables as before)."""
+# Every query's fold in every assignment (one assignment, 0, without several).
+FOLDS = Schema(
+    "folds",
+    {"query_id": STR, "assignment": I64, "fold": I64},
+    unique=("assignment", "query_id"),
 )
 TRIPLE_COLUMNS = tuple(TRIPLES.required)
 """``(query_id, pos_doc_id, neg_doc_id)``: the columns that identify a triple."""
@@ -110,7 +121,7 @@ Direction = Literal["low_to_high", "high_to_low"]
 CANDIDATES = Schema(
     "candidates",
     {"query_id": STR, "doc_id": STR, "rank": I64, "score": F64},
-    {"fold": I64},
+    {"fold": I64, "assignment": I64},  # assignment: with several fold assignments (FOLDS)
     unique=("fold", "query_id", "doc_id"),
     finite=("score",),  # may be empty: extract writes an empty first_stage without a run
 )
@@ -174,6 +185,22 @@ QUERY_COMPLEXITY = Schema(
     {c: F64 for name in COMPLEXITY_INDICES + SYNTACTIC_INDICES for c in (name, f"{name}_norm")},
     unique=("query_id",),
 )
+# Per F/M/N group of a collection's judged documents (pipeline/bias/group_words.py): how many
+# gender-definitional words its documents carry and how many are neutral (ζ = 1).
+GROUP_WORDS = Schema(
+    "group words",
+    {
+        "group": STR,
+        "documents": I64,
+        "queries": I64,
+        "gender_words": F64,
+        "female_words": F64,
+        "male_words": F64,
+        "neutral_share": F64,
+        "queries_more": I64,
+    },
+    unique=("group",),
+)
 
 ALL = {
     s.name: s
@@ -182,6 +209,7 @@ ALL = {
         QUERIES,
         QRELS,
         TRIPLES,
+        FOLDS,
         ORDERED_TRIPLES,
         DOC_SCORES,
         CANDIDATES,
@@ -189,6 +217,7 @@ ALL = {
         CURVE,
         ALIGNMENTS,
         QUERY_COMPLEXITY,
+        GROUP_WORDS,
     )
 }
 

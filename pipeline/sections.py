@@ -53,7 +53,7 @@ class TransferParams(Checked):
     (``fold_models``: ``first`` or ``all``)."""
 
     name: str = "genderbias-qa"
-    fold_models: Literal["first", "all"] = "first"
+    fold_models: Literal["first", "all"] = "all"
 
 
 @dataclass(frozen=True)
@@ -65,9 +65,12 @@ class RerankParams(Checked):
 class EvaluateParams:
     """``cutoffs`` of every rank-based metric, and each metric family's own settings
     (``evaluate.<family>``, its record's ``Config``: ``evaluate.awrf.target``,
-    ``evaluate.exposure.temperature``), by family name."""
+    ``evaluate.exposure.temperature``), by family name. ``scopes``: other views of each run
+    evaluated beside it (``judged``: each query's run condensed to its judged documents;
+    ``pipeline.metrics.runner.SCOPES``)."""
 
     cutoffs: Annotated[list[int], Range(ge=1)] = field(default_factory=lambda: [10, 20])
+    scopes: list[Literal["judged"]] = field(default_factory=lambda: ["judged"])
     metrics: Mapping[str, Any] = field(default_factory=dict)
 
     def settings(self, family: str) -> Any:
@@ -137,7 +140,7 @@ class TrainConfig(Checked):
 
     seed: int = 42
     batch_size: Annotated[int, Range(ge=1)] = 3
-    lr: Annotated[float, Range(gt=0)] = 2.0e-4
+    lr: Annotated[float, Range(gt=0)] = 1.0e-4
     epochs: Annotated[int, Range(ge=1)] = 1
     group_size: Annotated[int, Range(ge=2)] = 6
     warmup_ratio: Annotated[float, Range(ge=0, le=1)] = 0.1

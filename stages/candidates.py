@@ -1,5 +1,6 @@
 """Stage `candidates`: per fold, BM25 top-k for the fold's test queries (reranked and
-evaluated; column `fold`) and for its training queries (read by the LWS ordering)."""
+evaluated; column `fold`) and for its training queries (read by the LWS ordering); with
+several fold assignments (`data/folds.parquet`), those of each (column `assignment`)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     queries = io.read_table(paths.QUERIES, schemas.QUERIES)
     first = io.read_table(paths.FIRST_STAGE, schemas.CANDIDATES)
     qrels = io.read_table(paths.QRELS, schemas.QRELS)
-    test, train = candidates(corpus, queries, first, p, qrels)
+    assignments = io.read_table(paths.FOLDS, schemas.FOLDS)  # several: dataset.*.splits
+    test, train = candidates(corpus, queries, first, p, qrels, assignments)
     io.write_table(test, paths.CANDIDATES, schemas.CANDIDATES)
     io.write_table(train, paths.TRAIN_CANDIDATES, schemas.CANDIDATES)
     folds = queries["fold"].drop_nulls().n_unique()

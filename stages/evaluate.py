@@ -27,28 +27,28 @@ def _args(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv, method=True, extra=_args)
-    clock = ns.clock  # seconds by phase: the stage's last log line (stages.common)
-    p, m, seeds = ns.params.evaluate, ns.method, ns.params.seed_runs_of(ns.method)
+    p, m, seed_runs = ns.params.evaluate, ns.method, ns.params.seed_runs_of(ns.method)
     if not ns.first_stage and m != ZERO_SHOT:
         get_method(ns.params, m)
-    with clock("inputs"):
+    with ns.clock("inputs"):  # the stage logs its phases' seconds (stages.common)
         shared = runner.read_shared()
-        runs = runner.read_runs(m, seeds, shared, ns.first_stage)
+        runs = runner.read_runs(m, seed_runs, shared, ns.first_stage)
     submit = get_source(ns.params.dataset.name).submissions  # e.g. TREC Fair's formats
     info, per_seed = runner.run_info(m, shared.doc_scores, shared.complexity), {}
+    seeds = ns.params.train.seeds  # each seed's fold assignment (dataset.<source>.splits)
     for seed, sub, run in runs:
-        with clock("metrics"):
-            per_seed[seed], per_query = runner.evaluate_run(run, shared, p)
+        with ns.clock("metrics"):
+            s = runner.seed_view(shared, seeds, seed)
+            per_seed[seed], per_query = runner.evaluate_run(run, s, p)
         if submit is not None:  # the collection's own submission files of this run
             submit(run, paths.evals(m, sub), ns.params.evaluate)
         runner.write_eval(per_query, {**per_seed[seed], **info}, paths.evals(m, sub))
     several = runs[0][1] != ""  # seed-<n>/ folders: train.seeds is set
     result = {**(runner.over_seeds(per_seed) if several else per_seed[runs[0][0]]), **info}
-    with clock("weak and transfer metrics"):
-        result |= runner.weak_metrics(m, seeds, shared, p)
-        moved = runner.transfer_metrics(m, seeds, p, ns.first_stage)
-    std = {**result.get("std", {}), **moved.pop("std", {})}
-    result |= moved | ({"std": std} if std else {})
+    with ns.clock("weak, scoped and transfer metrics"):
+        result |= runner.weak_metrics(m, seed_runs, shared, p, seeds)
+        result = runner.merged(result, runner.scope_metrics(m, runs, shared, p, seeds))
+        result = runner.merged(result, runner.transfer_metrics(m, seed_runs, p, ns.first_stage))
     if several:
         io.write_json(result, paths.evals(m) / "metrics.json")
     io.write_json(result, paths.metrics(m))

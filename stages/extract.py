@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+import polars as pl
 import pyarrow as pa
 
 from pipeline import io, paths, schemas
@@ -23,6 +24,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     io.write_table(out.qrels, paths.QRELS, schemas.QRELS)
     io.write_trec_qrels(out.qrels, paths.QRELS_TREC)  # for trec_eval, ir_measures, ranx
     io.write_table(out.triples, paths.TRIPLES, schemas.TRIPLES)
+    folds = out.folds if out.folds is not None else _folds(out.queries)
+    io.write_table(folds, paths.FOLDS, schemas.FOLDS)
     # Optional tables are always written (empty when the source has none): DVC outputs.
     first = out.first_stage if out.first_stage is not None else _empty(schemas.CANDIDATES)
     io.write_table(first, paths.FIRST_STAGE, schemas.CANDIDATES)
@@ -36,6 +39,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         out.qrels.height,
         out.triples.height,
     )
+
+
+def _folds(queries: pl.DataFrame) -> pl.DataFrame:
+    """One fold assignment (0): each test query's ``fold``."""
+    assignment = pl.lit(0, pl.Int64).alias("assignment")
+    return queries.select("query_id", assignment, "fold").drop_nulls("fold")
 
 
 def _empty(schema: schemas.Schema) -> pa.Table:

@@ -11,6 +11,7 @@ import polars as pl
 from pipeline import io, paths, schemas
 from pipeline.ordering import apply_ordering, get_ordering, psi_profile
 from pipeline.params import get_method
+from pipeline.retrieval.folds import for_seed
 from stages.common import run_stage, setup
 
 log = logging.getLogger("stages.order")
@@ -30,10 +31,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     doc_scores = io.read_table(paths.DOC_SCORES, schemas.DOC_SCORES)
     tables = {name: io.read_table(*TABLES[name]) for name in record.needs}
     config = ns.params.ordering_config(ns.method)
-    parts = []
-    for seed, sub in ns.params.train.seed_runs():  # each seed: its own draw and order
-        ordered = apply_ordering(record, triples, doc_scores, config, psi=m.psi, seed=seed,
-                                 direction=m.direction, tables=tables)  # fmt: skip
+    parts, seeds = [], ns.params.train.seeds
+    for seed, sub in ns.params.train.seed_runs():  # each seed: its own draw, order, folds
+        own = {n: for_seed(t, seeds, seed) for n, t in tables.items()}  # its fold assignment
+        ordered = apply_ordering(record, for_seed(triples, seeds, seed), doc_scores, config,
+                                 psi=m.psi, seed=seed, direction=m.direction, tables=own)
         parts.append(ordered.with_columns(pl.lit(seed, pl.Int64).alias("seed")) if sub else ordered)
     ordered = pl.concat(parts)
     io.write_table(ordered, paths.ordered(ns.method), schemas.ORDERED_TRIPLES)

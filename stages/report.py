@@ -13,7 +13,7 @@ from pipeline.deps import unstaged_methods
 from pipeline.errors import InputError
 from pipeline.params import FIRST_STAGE, REFERENCE_ROWS
 from pipeline.report.build import build_report
-from pipeline.report.per_query import folds_of
+from pipeline.report.per_query import seed_folds
 from stages.common import run_stage, setup
 
 log = logging.getLogger("stages.report")
@@ -40,9 +40,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         correction=params.report.correction,
         bootstrap_samples=params.report.bootstrap_samples,
         bootstrap_seed=params.report.bootstrap_seed,
-        folds=folds_of(io.read_table(paths.QUERIES, schemas.QUERIES)),
+        folds=seed_folds(io.read_table(paths.FOLDS, schemas.FOLDS), params.train.seeds),
         controls=params.controls,
         saturated=get_source(params.dataset.name).saturated,
+        transfer_data=paths.TRANSFER,
     )
     log.info("report: %d methods (baseline %s), %d files", len(methods), methods[0], len(written))
 

@@ -2,8 +2,10 @@
 without training data, e.g. the shipped GenderBias-QA; its section `dataset.<name>`) as
 evaluation tables: `data/transfer/{corpus,queries,qrels}.parquet`, its
 BM25 candidates (top `candidates.top_k`, short lists filled as the main collection's) and the
-Ψ/ζ/lexicon scores of its documents (`score` settings). The trained models rerank these
-candidates without ever training on them (pipeline/rerank.py, evaluate stage)."""
+Ψ/ζ/lexicon scores of its documents (`score` settings), and the gender words per F/M group
+(`group_words.parquet`, a confound the report states: pipeline/bias/group_words.py). The
+trained models rerank these candidates without ever training on them (pipeline/rerank.py,
+evaluate stage)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import logging
 from collections.abc import Sequence
 
 from pipeline import io, paths, schemas
+from pipeline.bias.group_words import group_words, group_words_line
 from pipeline.bias.lexicon import load_lexicon, load_wordlist
 from pipeline.bias.scoring import score_documents
 from pipeline.data import get_source
@@ -40,6 +43,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     io.write_table(cands.sort("query_id", "rank"), paths.transfer_table("candidates"),
                    schemas.CANDIDATES)  # fmt: skip
     io.write_table(scores, paths.transfer_table("doc_scores"), schemas.DOC_SCORES)
+    words = group_words(coll.corpus, scores, coll.qrels)
+    io.write_table(words, paths.transfer_table("group_words"), schemas.GROUP_WORDS)
+    log.info("transfer_data: %s", group_words_line(words))
     log.info("transfer_data: %s (%s): %d queries, %d documents, %d candidates",
              t.name, cfg, coll.queries.height, coll.corpus.height,
              cands.height)  # fmt: skip

@@ -19,6 +19,7 @@ class Extracted:
     triples: pl.DataFrame
     first_stage: pl.DataFrame | None = None  # shipped candidates (MS MARCO 215 set)
     alignments: pl.DataFrame | None = None  # group alignments (TREC Fair 2022)
+    folds: pl.DataFrame | None = None  # query_id, assignment, fold: several fold assignments
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from pipeline.data.common import Extracted, Source
 from pipeline.errors import InputError
 from pipeline.manifest import verify
 from pipeline.retrieval.bm25 import bm25_topk
+from pipeline.schemas import ASSIGNMENT
 
 log = logging.getLogger(__name__)
 
@@ -273,7 +274,10 @@ class GrepBiasIRConfig(Checked):
     split holding out ``test_fraction`` of each category's queries), seeded by
     ``split_seed``; ``bm25_negatives`` per query drawn (by each run seed, in the order stage)
     from its BM25 top-``bm25_pool`` documents of other training queries;
-    ``max_queries``: the first N query ids (small profiles), ``None`` = all 117."""
+    ``max_queries``: the first N query ids (small profiles), ``None`` = all 117;
+    ``splits``: how many k-fold assignments are drawn (seeded ``split_seed``,
+    ``split_seed + 1``, …); the i-th of ``train.seeds`` uses assignment ``i mod splits``, so
+    ``splits`` = the number of seeds gives every seed its own fold split (issue 29)."""
 
     folds: Annotated[int, Range(ge=1)] = 2
     test_fraction: Annotated[float, Range(ge=0, le=1)] = 0.3
@@ -281,31 +285,52 @@ class GrepBiasIRConfig(Checked):
     bm25_negatives: Annotated[int, Range(ge=0)] = 2
     bm25_pool: Annotated[int, Range(ge=1)] = 10
     max_queries: Annotated[int, Range(ge=2)] | None = None
+    splits: Annotated[int, Range(ge=1)] = 1
 
 
 def extract(cfg: GrepBiasIRConfig) -> Extracted:
     """Grep-BiasIR (Krieg et al., SIGIR 2022; CC0, shipped): queries with ``fold`` and
     ``split``, the corpus split with its queries, qrels, and per fold the triples of the other
-    folds' queries (``fold`` = the fold whose model trains on them). The shipped files are
-    checked against their manifest first (``pipeline/manifest.py``)."""
+    folds' queries (``fold`` = the fold whose model trains on them). With ``splits`` > 1,
+    assignment ``a`` (seeded ``split_seed + a``) numbers its folds ``a·folds + f``: the
+    triples carry ``assignment``, the ``folds`` table every query's fold in each, and the
+    queries and corpus keep assignment 0's fold (the one ``splits: 1`` draws). The shipped
+    files are checked against their manifest first (``pipeline/manifest.py``)."""
     verify(RESOURCE_DIR, "Grep-BiasIR")
     data = load_grep_biasir()
     if cfg.max_queries is not None:
         data = subset_queries(data, cfg.max_queries)
+    if cfg.splits > 1 and cfg.folds < 2:
+        raise InputError(
+            f"params key 'dataset.grep_biasir.splits': {cfg.splits} fold assignments need "
+            f"k-fold cross-validation (dataset.grep_biasir.folds >= 2, not {cfg.folds})"
+        )
+    drawn = [_queries(data, cfg, cfg.split_seed + a) for a in range(cfg.splits)]
+    queries = drawn[0]
+    parts, folds, k = [], [], max(cfg.folds, 1)
+    for a, assigned in enumerate(drawn):
+        tag = pl.lit(a, pl.Int64).alias(ASSIGNMENT)
+        folds.append(assigned.select("query_id", tag, pl.col("fold") + a * k).drop_nulls("fold"))
+        for fold in range(k):
+            train = assigned.filter(pl.col("fold").ne_missing(fold))["query_id"].to_list()
+            t = make_triples(data, train, cfg.bm25_negatives, cfg.bm25_pool)
+            parts.append(t.with_columns(pl.lit(a * k + fold, pl.Int64).alias("fold"), tag))
+    triples = pl.concat(parts)
+    if cfg.splits == 1:  # one assignment: the tables as before fold assignments were drawn
+        triples = triples.drop(ASSIGNMENT)
+    corpus = split_documents(data, queries)
+    return Extracted(corpus, queries, data.qrels, triples, folds=pl.concat(folds))
+
+
+def _queries(data: GrepBiasIR, cfg: GrepBiasIRConfig, seed: int) -> pl.DataFrame:
+    """The queries with ``fold`` (k-fold, or 0 = the test side of one split) and ``set``."""
     if cfg.folds > 1:
-        queries = assign_folds(data.queries, cfg.folds, cfg.split_seed)
+        queries = assign_folds(data.queries, cfg.folds, seed)
     else:
-        queries = split_queries(data.queries, cfg.test_fraction, cfg.split_seed)
+        queries = split_queries(data.queries, cfg.test_fraction, seed)
         test = pl.col("split") == "test"
         queries = queries.with_columns(pl.when(test).then(0).otherwise(None).alias("fold"))
-    queries = queries.with_columns(pl.lit("grep-biasir").alias("set"))
-    corpus = split_documents(data, queries)
-    parts = []
-    for fold in range(max(cfg.folds, 1)):
-        train = queries.filter(pl.col("fold").ne_missing(fold))["query_id"].to_list()
-        t = make_triples(data, train, cfg.bm25_negatives, cfg.bm25_pool)
-        parts.append(t.with_columns(pl.lit(fold, dtype=pl.Int64).alias("fold")))
-    return Extracted(corpus, queries, data.qrels, pl.concat(parts))
+    return queries.with_columns(pl.lit("grep-biasir").alias("set"))
 
 
 SATURATED = {

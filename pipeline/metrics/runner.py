@@ -8,8 +8,8 @@ aggregates (mean ± std, SPEC §4.8).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from pipeline.metrics import EvalInputs
 from pipeline.metrics.inputs import intersect
 from pipeline.metrics.suite import aggregate as aggregate_metrics
 from pipeline.metrics.suite import evaluate
+from pipeline.retrieval.folds import for_seed
 from pipeline.schemas import labelled_groups
 from pipeline.stats import mean_std
 
@@ -115,6 +116,17 @@ def evaluate_transfer(
 TRANSFER = "transfer"  # the held-out collection: eval/<m>/[seed-<n>/]transfer/, keys transfer.*
 
 
+def prefixed(per_seed: Mapping[int, Mapping[str, float]], prefix: str) -> dict[str, Any]:
+    """``per_seed`` aggregates as ``<prefix>.<key>`` (the mean over seeds with several seeds,
+    their std under ``std``), the shape of ``metrics/<method>.json``."""
+    over = over_seeds(per_seed) if len(per_seed) > 1 else dict(next(iter(per_seed.values())))
+    out: dict[str, Any] = {f"{prefix}.{k}": v for k, v in over.items() if k not in ("std", "seeds")}
+    std = over.get("std")
+    if isinstance(std, Mapping):
+        out["std"] = {f"{prefix}.{k}": v for k, v in std.items()}
+    return out
+
+
 def transfer_metrics(
     method: str, seed_runs: Sequence[tuple[int, str]], p: EvaluateParams, first_stage: bool
 ) -> dict[str, Any]:
@@ -130,27 +142,76 @@ def transfer_metrics(
                else io.read_table(path, schemas.RUN))  # fmt: skip
         per_seed[seed], per_query = evaluate_transfer(run, shared, p)
         write_eval(per_query, per_seed[seed], paths.transfer_eval(method, sub))
-    over = over_seeds(per_seed) if len(per_seed) > 1 else next(iter(per_seed.values()))
-    skip = ("std", "seeds")
-    out: dict[str, Any] = {f"{TRANSFER}.{k}": v for k, v in over.items() if k not in skip}
-    std = over.get("std")
-    if isinstance(std, Mapping):
-        out["std"] = {f"{TRANSFER}.{k}": v for k, v in std.items()}
+    return prefixed(per_seed, TRANSFER)
+
+
+JUDGED = "judged"  # evaluate.scopes: eval/<m>/[seed-<n>/]judged/, keys judged.*
+
+
+def condense(frame: pl.DataFrame, keep: pl.DataFrame) -> pl.DataFrame:
+    """The rows of a ranked ``frame`` (``query_id, doc_id, rank, …``) whose ``(query_id,
+    doc_id)`` is in ``keep``, ranks renumbered 1..n per query in their order: Sakai's
+    condensed list (SIGIR 2007, "Alternatives to Bpref"). Scores, hence ties, are kept."""
+    rank = (pl.int_range(pl.len(), dtype=pl.Int64).over("query_id") + 1).alias("rank")
+    kept = frame.join(keep.select("query_id", "doc_id").unique(), on=["query_id", "doc_id"],
+                      how="semi")  # fmt: skip
+    return kept.sort("query_id", "rank").with_columns(rank)
+
+
+def judged_scope(run: pl.DataFrame, s: Shared) -> tuple[pl.DataFrame, Shared]:
+    """The run and the background set (NFaiRR's ideal list) condensed to each query's judged
+    documents (its qrels rows, relevant or not). On Grep-BiasIR these are the query's own six
+    documents (its relevant and its non-relevant one, each in F/M/N versions), so the
+    filled-in documents of other queries (``candidates.fill_seed``) weigh nothing."""
+    return condense(run, s.qrels), replace(s, candidates=condense(s.candidates, s.qrels))
+
+
+SCOPES: dict[str, Callable[[pl.DataFrame, Shared], tuple[pl.DataFrame, Shared]]] = {
+    JUDGED: judged_scope,
+}
+"""``evaluate.scopes``: other views of each run, evaluated by the same suite and reported
+beside the whole list as ``<scope>.<key>``."""
+
+
+def scope_metrics(
+    method: str, runs: Sequence[tuple[int, str, pl.DataFrame]], s: Shared, p: EvaluateParams,
+    seeds: Sequence[int] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Every run of ``runs`` (``read_runs``) evaluated in each scope of ``p.scopes`` into
+    ``eval/<method>/[seed-<n>/]<scope>/``; the aggregates as ``<scope>.<key>`` (mean over
+    seeds, std under ``std``). ``seeds``: ``train.seeds`` (``seed_view``)."""
+    out: dict[str, Any] = {}
+    for scope in p.scopes:
+        per_seed = {}
+        for seed, sub, run in runs:
+            scoped_run, scoped = SCOPES[scope](run, seed_view(s, seeds, seed))
+            per_seed[seed], per_query = evaluate_run(scoped_run, scoped, p)
+            write_eval(per_query, per_seed[seed], paths.evals(method, sub) / scope)
+        out = merged(out, prefixed(per_seed, scope))
     return out
+
+
+def merged(result: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``result`` updated with ``extra``, their ``std`` dicts merged (absent when both lack it)."""
+    std = {**result.get("std", {}), **extra.get("std", {})}
+    out = {**result, **{k: v for k, v in extra.items() if k != "std"}}
+    return out | ({"std": std} if std else {})
 
 
 WEAK = "weak"  # EqualizeIR's weak learners' own runs: runs/<m>/[seed-<n>/]weak.parquet
 
 
 def weak_metrics(
-    method: str, seed_runs: Sequence[tuple[int, str]], s: Shared, p: EvaluateParams
-) -> dict[str, float]:
+    method: str, seed_runs: Sequence[tuple[int, str]], s: Shared, p: EvaluateParams,
+    seeds: Sequence[int] | None = None,
+) -> dict[str, float]:  # fmt: skip
     """The effectiveness of an EqualizeIR method's weak learners on the test queries (issue
     21), as ``weak.<key>`` (mean over seeds); empty for a method without weak runs."""
-    files = [paths.weak_run(method, sub) for _, sub in seed_runs]
-    if not all(path.is_file() for path in files):
+    files = [(seed, paths.weak_run(method, sub)) for seed, sub in seed_runs]
+    if not all(path.is_file() for _, path in files):
         return {}
-    per_seed = [evaluate_run(io.read_table(str(path), schemas.RUN), s, p)[0] for path in files]
+    per_seed = [evaluate_run(io.read_table(str(path), schemas.RUN), seed_view(s, seeds, seed),
+                             p)[0] for seed, path in files]  # fmt: skip
     keys = [k for k in per_seed[0] if k.startswith(("MRR@", "nDCG@"))]
     return {f"{WEAK}.{k}": sum(a[k] for a in per_seed) / len(per_seed) for k in keys}
 
@@ -161,10 +222,17 @@ def read_runs(
     """``(seed, seed folder, run)`` of each run to evaluate: the BM25 candidates themselves
     (``first_stage``), or ``runs/<method>/<seed folder>/run.parquet`` per ``seed_runs``
     (``Params.seed_runs_of(method)``)."""
-    if first_stage:
-        return [(0, "", shared.candidates.select("query_id", "doc_id", "score", "rank"))]
+    if first_stage:  # the first fold assignment's lists (one per query)
+        cands = for_seed(shared.candidates, None, 0)
+        return [(0, "", cands.select("query_id", "doc_id", "score", "rank"))]
     runs = [(seed, sub, paths.run_file(method, sub)) for seed, sub in seed_runs]
     return [(seed, sub, io.read_table(str(path), schemas.RUN)) for seed, sub, path in runs]
+
+
+def seed_view(s: Shared, seeds: Sequence[int] | None, seed: int) -> Shared:
+    """``s`` with the candidates (NFaiRR's background) of run seed ``seed``'s fold
+    assignment (``pipeline.retrieval.folds.for_seed``; all of them with one assignment)."""
+    return replace(s, candidates=for_seed(s.candidates, seeds, seed))
 
 
 def evaluate_run(

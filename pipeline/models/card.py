@@ -155,6 +155,10 @@ def training_of(method: str, fold: int, root: Path = Path(".")) -> Training:
         import polars as pl
 
         q = pl.read_parquet(queries, columns=["query_id", "fold"] if folds > 1 else ["split"])
+        assigned = root / paths.FOLDS  # several fold assignments: fold ids beyond k
+        if folds > 1 and assigned.is_file():
+            q = pl.read_parquet(assigned)
+            q = q.filter(pl.col("assignment") == fold // folds)
         if folds > 1:
             n_test = q.filter(pl.col("fold") == fold).height
             n_train = q.height - n_test

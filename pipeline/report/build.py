@@ -19,6 +19,7 @@ Outputs (all written atomically):
 | `<plots_dir>/tradeoff_nfairr.png`, `tradeoff_arab.png` | fairness vs MRR, one point per method |
 | `<out_dir>/variation.md`, `<plots_dir>/variation_bins.png` | nDCG@10 μ/σ/c_v per complexity bin |
 | `<plots_dir>/training.png` | training loss and learning rate of every trained method |
+| `<out_dir>/adversary.csv` | AdvBERT's adversary per model: accuracy vs majority (`train_dir`) |
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline import io, schemas
+from pipeline.report.adversary import adversary_markdown, adversary_table
 from pipeline.report.controls import (
     ControlEntry,
     compare_controls,
@@ -45,6 +47,7 @@ from pipeline.report.plots import (
     training_figure,
 )
 from pipeline.report.ranx_export import ranx_report
+from pipeline.report.scopes import JUDGED, judged_markdown, scope_comparison
 from pipeline.report.significance import ALPHA, as_seeds, compare
 from pipeline.report.tables import (
     CHANGE_AT_K,
@@ -55,7 +58,12 @@ from pipeline.report.tables import (
     summary_frame,
     unmark_saturated,
 )
-from pipeline.report.transfer import TRANSFER, transfer_comparison, transfer_markdown
+from pipeline.report.transfer import (
+    TRANSFER,
+    transfer_comparison,
+    transfer_markdown,
+    transfer_notes,
+)
 from pipeline.report.variation import write_variation
 from pipeline.stats import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
 
@@ -164,6 +172,7 @@ def build_report(
     folds: pl.DataFrame | None = None,
     controls: Mapping[str, ControlEntry] | None = None,
     saturated: Mapping[str, str] | None = None,
+    transfer_data: str | Path | None = None,
 ) -> list[Path]:
     """Write the summary tables (and, with `plots_dir`, the figures); return the paths written.
 
@@ -174,6 +183,8 @@ def build_report(
     `controls`: `control → {of, isolates}`, each compared with its treatments directly.
     `saturated`: metric bases the collection saturates by construction, with why (its source
     record's ``saturated``).
+    `transfer_data`: the held-out collection's tables (`data/transfer`), whose confounds
+    the transfer section states.
     """
     out, written = Path(out_dir), []
     metrics = {m: io.read_json(Path(eval_dir) / m / "metrics.json") for m in method_names}
@@ -182,6 +193,8 @@ def build_report(
         per_query, baseline, reference=reference, alpha=alpha, correction=correction, folds=folds
     )
     transfer = transfer_comparison(method_names, eval_dir, baseline, reference, alpha, correction)
+    judged = scope_comparison(method_names, eval_dir, baseline, reference, alpha, correction,
+                              folds=folds)  # fmt: skip
     untrained = next((r for r in reference if r == ZERO_SHOT and r in per_query), None)
     pairs = [p for p in control_pairs(controls or {}, baseline, untrained)
              if {p.treatment, p.control} <= set(per_query)]  # fmt: skip
@@ -206,10 +219,20 @@ def build_report(
     md += "\n" + findings_markdown(cmp, baseline, skip=reference, training=training,
                                    seeds=seeds if len(seeds) > 1 else (), alpha=alpha)  # fmt: skip
     md += controls_text(ccmp, pairs, len(controls or {}))
+    if judged is not None:
+        md += judged_markdown(judged, baseline, reference, cutoffs)
+        scoped = pl.format("{}.{}", pl.lit(JUDGED), "metric").alias("metric")
+        cmp = pl.concat([cmp, judged.with_columns(scoped)])
     if transfer is not None:
-        md += transfer_markdown(transfer, baseline, reference, cutoffs)
+        notes = transfer_notes(transfer_data) if transfer_data is not None else ()
+        md += transfer_markdown(transfer, baseline, reference, cutoffs, notes)
         named = pl.format("{}.{}", pl.lit(TRANSFER), "metric").alias("metric")
         cmp = pl.concat([cmp, transfer.with_columns(named)])
+    adversary = adversary_table(train_dir, method_names) if train_dir is not None else None
+    if adversary is not None and adversary.height:
+        md += adversary_markdown(adversary)
+        io.write_text(adversary.write_csv(float_precision=6), out / "adversary.csv")
+        written.append(out / "adversary.csv")
     io.write_text(md, out / "summary.md")
     io.write_text(summary_frame(metrics).write_csv(float_precision=6), out / "summary.csv")
     io.write_text(cmp.write_csv(float_precision=6), out / "comparison.csv")

@@ -12,6 +12,7 @@ import polars as pl
 
 from pipeline.errors import InputError
 from pipeline.metrics.variation import COMPLEXITY
+from pipeline.retrieval.folds import assignment_of
 from pipeline.stats import TTest
 from pipeline.stats import paired_ttest as _ttest
 
@@ -194,3 +195,21 @@ def folds_of(queries: pl.DataFrame) -> pl.DataFrame | None:
         return None
     keep = [c for c in ("query_id", FOLD, "seed") if c in queries.columns]
     return queries.select(keep).drop_nulls(FOLD)
+
+
+def seed_folds(assignments: pl.DataFrame, seeds: Sequence[int] | None) -> pl.DataFrame | None:
+    """``query_id, fold, seed``: the fold model that scored each query in each run seed, from
+    every query's fold in every assignment (``data/folds.parquet``, ``schemas.FOLDS``): the
+    i-th of ``seeds`` uses assignment i mod n (``pipeline.retrieval.folds.assignment_of``).
+    Without ``seeds``, assignment 0's ``query_id, fold``; null without folds."""
+    table = assignments.drop_nulls(FOLD)
+    if table.is_empty():
+        return None
+    if not seeds:
+        return table.filter(pl.col("assignment") == 0).select("query_id", FOLD)
+    n = table["assignment"].n_unique()
+    return pl.concat(
+        table.filter(pl.col("assignment") == assignment_of(seeds, s, n))
+        .select("query_id", FOLD, pl.lit(s, pl.Int64).alias("seed"))
+        for s in seeds
+    )

@@ -36,11 +36,29 @@ def transfer_comparison(
     return compare(per_query, baseline, reference=reference, alpha=alpha, correction=correction)
 
 
+def transfer_notes(data_dir: str | Path) -> list[str]:
+    """The held-out collection's measured confounds for its section (issue 29): the gender
+    words per F/M group of ``<data_dir>/group_words.parquet`` (``transfer_data``)."""
+    path = Path(data_dir) / "group_words.parquet"
+    if not path.is_file():
+        return []
+    from pipeline import io, schemas
+    from pipeline.bias.group_words import group_words_line
+
+    line = group_words_line(io.read_table(str(path), schemas.GROUP_WORDS))
+    if not line:
+        return []
+    return [f"Confound: {line} Losses that penalise gender words (or reward neutrality) "
+            "push the group carrying more of them down by construction."]  # fmt: skip
+
+
 def transfer_markdown(
-    cmp: pl.DataFrame, baseline: str, reference: Sequence[str], cutoffs: Sequence[int]
-) -> str:
+    cmp: pl.DataFrame, baseline: str, reference: Sequence[str], cutoffs: Sequence[int],
+    notes: Sequence[str] = (),
+) -> str:  # fmt: skip
     """The transfer section of summary.md: absolute values and changes at the first cut-off,
-    the gap and the direction table, with the number of queries evaluated."""
+    the gap and the direction table, with the number of queries evaluated; ``notes``:
+    paragraphs under its heading (``transfer_notes``)."""
     k = 10 if 10 in cutoffs else cutoffs[0]
     n = int(cmp.filter(pl.col("method") == baseline)["n_queries"].fill_null(0).max() or 0)  # type: ignore[arg-type]
     skip = [baseline, *reference]
@@ -49,10 +67,14 @@ def transfer_markdown(
     change = [c.format(k=k) for c in change_columns(TRANSFER_AT_K)]
     return "\n".join([
         "", f"## Transfer: GenderBias-QA ({n} queries, never trained on)", "",
-        "Each seed's first fold model (`transfer.fold_models: first`; `all`: every fold model, "
-        "a query's value then being their mean) reranks every held-out question's BM25 top-k; "
+        "Each seed's fold models (`transfer.fold_models`: `all`, the default, every fold "
+        "model, a query's value being their mean; `first`, fold 0's only) rerank every "
+        "held-out question's BM25 top-k; "
         "values are means over seeds. Groups: the two female- and two male-leaning answers of "
-        "each question (no neutral version, so no neutral-first).",
+        "each question (no neutral version, so no neutral-first). Relevance is constructed: "
+        "a question's four answers are relevant and every other answer is not, although "
+        "some people answer several questions.",
+        *(x for note in notes for x in ("", note)),
         "", comparison_table(cmp, [*cols, *TRANSFER_OVERALL]), "",
         f"### Change vs `{baseline}` (%) [95% CI, % of |{baseline}|]", "",
         comparison_table(cmp, [*change, *change_columns(TRANSFER_OVERALL)], change=True,

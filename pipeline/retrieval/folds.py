@@ -4,7 +4,7 @@ its training queries (read by the LWS ordering), without leaking documents acros
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
@@ -12,6 +12,7 @@ import polars as pl
 from pipeline.errors import InputError
 from pipeline.params import CandidatesParams
 from pipeline.retrieval.bm25 import bm25_topk
+from pipeline.schemas import ASSIGNMENT
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +59,16 @@ def fill(
     seed: int | tuple[int, ...],
 ) -> pl.DataFrame:
     """Pad every query's BM25 list to ``k`` documents (SPEC §7, issue 21 "a testbed that can
-    move"). BM25 ranks only documents that share a term with the query: on Grep-BiasIR a
-    fold's test side has ~140 documents and a query matched 24 on average (35 of 117 fewer
-    than 10), so rank-based metrics could not move on short lists. The fill appends, after
+    move"). BM25 ranks only documents that share a term with the query: on Grep-BiasIR with
+    2 folds a fold's test side has ~350 documents and a query matched 34.6 on average (10 of
+    117 fewer than 10), so rank-based metrics could not move on short lists. The fill appends, after
     BM25's matches and tied at score 0: first the query's own judged documents that BM25
     missed (every version of its relevant and non-relevant document, so the counterfactual
     comparison is defined for every query; relevance is not revealed: both kinds are added),
     then the side's other documents in a seeded random order (one permutation per fold).
-    A query that matched nothing gets the whole list this way."""
+    A query that matched nothing gets the whole list this way. The filled documents are other
+    queries' (1,657 of the 5,850 candidates of the 2-fold default): evaluate also condenses
+    each run to the query's judged documents (``evaluate.scopes``, docs/decisions.md)."""
     have = dict(cands.group_by("query_id").agg(pl.col("doc_id")).iter_rows())
     short = [q for q in queries["query_id"].to_list() if len(have.get(q, [])) < k]
     if not short:
@@ -96,13 +99,24 @@ def candidates(
     first_stage: pl.DataFrame,
     p: CandidatesParams,
     qrels: pl.DataFrame | None = None,
+    assignments: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``(test candidates, training candidates)`` over every fold of ``queries``. A source
     that ships its first-stage run (MS MARCO 215 set: BM25 top-200) has its top ``p.top_k``
     reranked instead of BM25's (as fold 0). Test lists shorter than ``p.top_k`` are filled
     (``fill``; the judged documents come from ``qrels``). Training candidates:
     ``p.train_top_k`` per query (``None``: ``p.top_k``; ``0``: an empty table, for runs
-    without the ``lws`` ordering)."""
+    without the ``lws`` ordering). ``assignments`` (``schemas.FOLDS``) with several fold
+    assignments: the candidates of each, tagged with its ``assignment``."""
+    if assignments is not None and assignments[ASSIGNMENT].n_unique() > 1:
+        tests, trains = [], []
+        for a in sorted(assignments[ASSIGNMENT].unique().to_list()):
+            c, q = assigned(corpus, queries, qrels, assignments, a)
+            test, train = candidates(c, q, first_stage, p, qrels)
+            tag = pl.lit(a, pl.Int64).alias(ASSIGNMENT)
+            tests.append(test.with_columns(tag))
+            trains.append(train.with_columns(tag))
+        return pl.concat(tests), pl.concat(trains)
     folds = sorted(queries["fold"].drop_nulls().unique().to_list())
     judged: dict[str, list[str]] = {}
     if qrels is not None:
@@ -118,3 +132,47 @@ def candidates(
         return test, test.clear()
     train = pl.concat([fold_candidates(corpus, queries, f, False, p, k) for f in folds])
     return test, train
+
+
+def assigned(
+    corpus: pl.DataFrame, queries: pl.DataFrame, qrels: pl.DataFrame | None,
+    assignments: pl.DataFrame, a: int,
+) -> tuple[pl.DataFrame, pl.DataFrame]:  # fmt: skip
+    """``(corpus, queries)`` with the folds of assignment ``a``: a query's from
+    ``assignments``, a document's (when the corpus is split with its queries, i.e. has
+    ``fold``) that of the query that judges it in ``qrels``."""
+    fold_of = assignments.filter(pl.col(ASSIGNMENT) == a).select("query_id", "fold")
+    queries = queries.drop("fold", strict=False).join(fold_of, on="query_id", how="left")
+    if "fold" in corpus.columns:
+        if qrels is None:
+            raise InputError(
+                "candidates: a corpus split with its queries needs the qrels to give each "
+                "document its query's fold in another fold assignment"
+            )
+        owner = qrels.select("doc_id", "query_id").unique("doc_id", keep="first")
+        doc_fold = owner.join(fold_of, on="query_id").select("doc_id", "fold")
+        corpus = corpus.drop("fold").join(doc_fold, on="doc_id", how="left")
+    return corpus, queries
+
+
+def n_assignments(table: pl.DataFrame) -> int:
+    """How many fold assignments ``table`` holds (1 without an ``assignment`` column)."""
+    if ASSIGNMENT not in table.columns or table.height == 0:
+        return 1
+    return int(table[ASSIGNMENT].max()) + 1  # type: ignore[arg-type]
+
+
+def assignment_of(seeds: Sequence[int] | None, seed: int, n: int) -> int:
+    """The fold assignment of run seed ``seed``: the i-th of ``train.seeds`` uses ``i mod
+    n``; a seed not among them (an untrained row's ``train.seed``) uses assignment 0."""
+    order = list(seeds or [])
+    return order.index(seed) % n if seed in order else 0
+
+
+def for_seed(table: pl.DataFrame, seeds: Sequence[int] | None, seed: int) -> pl.DataFrame:
+    """``table``'s rows of the fold assignment of ``seed`` (``assignment_of``), without the
+    ``assignment`` column; ``table`` itself when it has one assignment."""
+    if ASSIGNMENT not in table.columns:
+        return table
+    a = assignment_of(seeds, seed, n_assignments(table))
+    return table.filter(pl.col(ASSIGNMENT) == a).drop(ASSIGNMENT)

@@ -30,6 +30,7 @@ from pipeline.models.encoders import resolve_device
 from pipeline.models.registry import build_ranker, load_ranker
 from pipeline.params import Params
 from pipeline.rerank import rerank
+from pipeline.retrieval.folds import for_seed
 from pipeline.timing import Phases
 from pipeline.train import distributed
 from pipeline.train.checkpoint import clear_checkpoint, clear_method_checkpoints
@@ -128,13 +129,15 @@ def train_method(
     jobs = []
     for seed, sub in params.train.seed_runs():
         folds = folds_of(ordered, seed if sub else None)
+        # the test lists of this seed's fold assignment (dataset.<source>.splits)
+        lists = None if candidates is None else for_seed(candidates, params.train.seeds, seed)
         for fold, triples in folds:
-            test = _fold_rows(candidates, fold) if candidates is not None else None
+            test = _fold_rows(lists, fold) if lists is not None else None
             first = params.transfer.fold_models == "all" or fold == folds[0][0]
             moved = transfer is not None and test is not None and first
             jobs.append(Job(seed, sub, fold, triples, test, moved))
-        if candidates is not None:
-            _check_folds(candidates, [fold for fold, _ in folds])
+        if lists is not None:
+            _check_folds(lists, [fold for fold, _ in folds])
     context = MethodContext(params, method, texts, doc_scores, out, features or {}, transfer,
                             groups)  # fmt: skip
     results = run_jobs(train_job, context, jobs, workers_for(params), params.train.threads,
@@ -261,4 +264,4 @@ def _fold_rows(candidates: pl.DataFrame, fold: int) -> pl.DataFrame:
     """Fold ``fold``'s test candidates (all of them without a ``fold`` column)."""
     if "fold" not in candidates.columns:
         return candidates
-    return candidates.filter(pl.col("fold") == fold).drop("fold")
+    return candidates.filter(pl.col("fold") == fold).drop("fold", "assignment", strict=False)

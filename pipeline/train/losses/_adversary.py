@@ -127,10 +127,13 @@ class AdversaryTerm(LossTerm):
         """The term's value from document representations ``[n, d]`` and their ``docs``
         tensors (``zeta`` ``[n]``)."""
         zeta = docs["zeta"]
-        # issue 21: does the adversary learn, and does the ranker hide the label from it?
+        # issues 21, 29: does the adversary learn, and does the ranker hide the label from it?
         # Logged (DVCLive, pipeline.train.live.record): the head's accuracy on the batch's
-        # documents before this step's update, and the majority label's share (chance level).
+        # documents before this step's update, the batch's majority-label share (what
+        # knowing each batch's majority would score) and its share of label 1 (from which
+        # pipeline/report/adversary.py derives the best constant guess over a period).
         share = float(protected_labels(zeta).float().mean())
         record("adv_acc", adversary_accuracy(reprs.detach().float(), zeta, self.head))
         record("adv_majority", max(share, 1.0 - share))
+        record("adv_label_share", share)
         return adversary_ce(reprs.float(), zeta, self.head)
