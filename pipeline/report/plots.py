@@ -197,49 +197,70 @@ def sweep_figure(
     flat: pl.DataFrame | None = None,
     logx: bool = False,
 ) -> Figure:
-    """One panel per metric: the metric against the swept parameter, one line per method.
+    """One panel per metric: the metric against the swept parameter, one line per swept method.
 
     `frame` is `pipeline.report.sweeps.sweep_frame`'s output: `method, x, x_num` and the metric
     columns. Non-numeric values of the parameter (e.g. `n_buckets: all`) make the axis
-    categorical, ordered numbers first. `flat` (`method` and the metric columns) adds a dashed
-    horizontal line per row: methods the parameter does not apply to, e.g. the baseline.
+    categorical, ordered numbers first. Methods with one value of the parameter in every
+    experiment were not swept: with `flat` (`method` and the metric columns: methods the
+    parameter does not apply to, e.g. the baseline) they are drawn as references, the
+    baseline as a dashed line and the others as one grey band from their lowest to their
+    highest value, so the figure stays readable with the default's 28 methods.
     """
-    numeric = frame["x_num"].null_count() == 0
-    order = _x_order(frame)
+    counts = frame.group_by("method").agg(pl.col("x").n_unique().alias("n"))
+    swept = set(counts.filter(pl.col("n") >= 2)["method"].to_list()) or set(counts["method"])
+    still = frame.filter(~pl.col("method").is_in(list(swept)))
+    still = still.group_by("method", maintain_order=True).agg(pl.col(m).mean() for m in metrics)
+    refs = pl.concat([f.select("method", *metrics) for f in (flat, still) if f is not None])
+    lines = frame.filter(pl.col("method").is_in(list(swept)))
+    numeric = lines["x_num"].null_count() == 0
+    order = _x_order(lines)
     fig = Figure(figsize=(4.2 * len(metrics), 3.6), layout="constrained")
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     for ax, metric in zip(axes, metrics, strict=True):
-        for i, ((method,), part) in enumerate(frame.group_by("method", maintain_order=True)):
+        groups = lines.group_by("method", maintain_order=True)
+        for i, ((method,), part) in enumerate(groups):
             part = part.filter(pl.col(metric).is_not_null())
             part = part.with_columns(pl.col("x").replace_strict(order, default=None).alias("_pos"))
             part = part.sort("_pos")
             xs = part["x_num"] if numeric else part["_pos"]
-            ax.plot(xs, part[metric], marker="o", markersize=4, label=str(method), color=f"C{i}")
-        _flat_lines(ax, flat, metric)
+            style = {"color": f"C{i % 10}", "linestyle": LINESTYLES[i // 10 % len(LINESTYLES)]}
+            ax.plot(xs, part[metric], marker="o", markersize=4, label=str(method), **style)
+        _reference_lines(ax, refs, metric)
         if logx and numeric:
             ax.set_xscale("log")
         if numeric:
-            ax.set_xticks(sorted(set(frame["x_num"].to_list())), sorted(order, key=float))
+            ax.set_xticks(sorted(set(lines["x_num"].to_list())), sorted(order, key=float))
             ax.minorticks_off()
         else:
             ax.set_xticks(range(len(order)), list(order))
         ax.set_xlabel(param_label(param))
         ax.set_ylabel(axis_label(metric))
         ax.grid(True, alpha=0.3)
-    axes[0].legend(fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4), fontsize=8)
     return fig
 
 
-def _flat_lines(ax: Axes, flat: pl.DataFrame | None, metric: str) -> None:
-    for j, row in enumerate((flat if flat is not None else pl.DataFrame()).iter_rows(named=True)):
-        if row.get(metric) is not None:
-            ax.axhline(
-                row[metric],
-                linestyle="--",
-                linewidth=1,
-                color=f"{0.2 + 0.2 * j:.1f}",
-                label=f"{row['method']} (not swept)",
-            )
+BASELINE = "baseline"
+
+
+def _reference_lines(ax: Axes, refs: pl.DataFrame, metric: str) -> None:
+    """The methods that were not swept: the baseline as a dashed line, the others as one
+    grey band over their range (one legend entry however many there are)."""
+    refs = refs.filter(pl.col(metric).is_not_null())
+    base = refs.filter(pl.col("method") == BASELINE)
+    for value in base[metric].to_list()[:1]:
+        ax.axhline(value, linestyle="--", linewidth=1.2, color="0.25",
+                   label=f"{BASELINE} (not swept)")  # fmt: skip
+    others = refs.filter(pl.col("method") != BASELINE)
+    if others.height == 1:
+        ax.axhline(others[metric][0], linestyle=":", linewidth=1.2, color="0.5",
+                   label=f"{others['method'][0]} (not swept)")  # fmt: skip
+    elif others.height > 1:
+        lo, hi = float(others[metric].min()), float(others[metric].max())  # type: ignore[arg-type]
+        ax.axhspan(lo, hi, color="0.6", alpha=0.18, linewidth=0,
+                   label=f"{others.height} other methods, not swept (their range)")  # fmt: skip
 
 
 def _x_order(frame: pl.DataFrame) -> dict[str, int]:

@@ -133,3 +133,35 @@ def test_tradeoff_labels_of_a_tight_cluster_do_not_overlap() -> None:
     assert not [(i, j) for i in range(24) for j in range(i) if boxes[i].overlaps(boxes[j])]
     right = ax.get_window_extent(renderer).x1
     assert all(b.x0 > right for b in boxes)  # outside the data
+
+
+def test_sweep_figure_with_the_default_methods_draws_the_unswept_ones_as_one_band(
+    tmp_path: Path,
+) -> None:
+    """A λ sweep of one method beside every other method of the default params.yaml: the
+    methods with one value (or none) of the parameter become one grey band and the baseline
+    one dashed line, whatever their number (15 unswept methods once broke the grey shades)."""
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    methods = list(yaml.safe_load((root / "params.yaml").read_text())["methods"])
+    assert len(methods) > 20
+    rows = [("penalty_irrelevant", lam, 0.9 - lam / 10) for lam in (0.05, 0.1, 0.25, 0.5)]
+    flat_methods = ["baseline", *methods[-2:]]  # methods without a λ
+    single = [m for m in methods if m not in flat_methods and m != "penalty_irrelevant"]
+    rows += [(m, 1.0, 0.85 + i / 1000) for i, m in enumerate(single)]  # one λ: not swept
+    frame = pl.DataFrame(rows, schema=["method", "x_num", "MRR@10"], orient="row")
+    frame = frame.with_columns(pl.col("x_num").map_elements(lambda v: f"{v:g}", pl.Utf8).alias("x"))
+    flat = pl.DataFrame({"method": flat_methods, "MRR@10": [0.9, 0.88, 0.87]})
+    fig = sweep_figure(frame, ["MRR@10"], "methods.*.lambda", flat=flat, logx=True)
+    save_png(fig, tmp_path / "lambda.png")
+    _png(tmp_path / "lambda.png")
+    ax = fig.axes[0]
+    assert [line.get_label() for line in ax.get_lines()] == [
+        "penalty_irrelevant", "baseline (not swept)"
+    ]  # fmt: skip
+    legend = fig.legends[0]
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "penalty_irrelevant", "baseline (not swept)",
+        f"{len(methods) - 2} other methods, not swept (their range)",
+    ]  # fmt: skip
