@@ -1,9 +1,7 @@
-"""Stage `evaluate@<method>`: effectiveness and fairness metrics of the method's run.
-
-Writes `eval/<method>/per_query.parquet` + `metrics.json` and `metrics/<method>.json` (flat
-keys such as `MRR@10`, for `dvc metrics diff`). With `train.seeds`, one `eval/<method>/seed-<n>/`
-folder per seed, and the method's metrics are the means over seeds, with their standard
-deviations under `std` and the seeds under `seeds` (pipeline/metrics/runner.py).
+"""Stage `evaluate@<method>`: effectiveness and fairness metrics of the method's run: writes
+`eval/<method>/[seed-<n>/]per_query.parquet` + `metrics.json` and `metrics/<method>.json` (flat
+keys for `dvc metrics diff`; over seeds: means, `std`, `seeds`, pipeline/metrics/runner.py;
+`profile`: digests of its params, pipeline/profile.py); `bm25` also writes `runs/bm25/run.trec`.
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ import argparse
 import logging
 from collections.abc import Sequence
 
-from pipeline import io, paths
+from pipeline import io, paths, profile
 from pipeline.data.trec_fair_submission import write_submissions
 from pipeline.metrics import runner
 from pipeline.params import FIRST_STAGE, ZERO_SHOT, get_method
@@ -35,6 +33,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     trec_fair = ns.params.dataset.name == runner.TREC_FAIR
     info = runner.run_info(m, shared.doc_scores, shared.complexity)
     per_seed: dict[int, dict[str, float]] = {}
+    if ns.first_stage:  # the bm25 row as a plain TREC run, as every trained method has one
+        io.write_trec_run(runs[0][2], paths.runs(m) / "run.trec", tag=m)
     for seed, sub, run in runs:
         per_seed[seed], per_query = runner.evaluate_run(run, shared, p, trec_fair=trec_fair)
         if trec_fair:  # the track's submission files of this run (seed 004 §3.6)
@@ -46,6 +46,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     moved = runner.transfer_metrics(m, ns.params.seed_runs_of(m), p, ns.first_stage)
     std = {**result.get("std", {}), **moved.pop("std", {})}
     result |= moved | ({"std": std} if std else {})
+    trained = not ns.first_stage and m != ZERO_SHOT
+    result["profile"] = profile.profile(profile.read_tree(), not ns.first_stage, trained)
     if several:
         io.write_json(result, paths.evals(m) / "metrics.json")
     io.write_json(result, paths.metrics(m))
