@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -15,7 +16,7 @@ from pipeline import profile
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _tree() -> dict:  # type: ignore[type-arg]
+def _tree() -> dict[str, Any]:
     return yaml.safe_load((ROOT / "params.yaml").read_text())
 
 
