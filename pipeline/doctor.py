@@ -25,6 +25,10 @@ instead of running it, leaves the checkpoint behind. Checked in this order:
 5. The experiment queue: experiments ``Running`` with no queue worker and no live process.
    Repair: ``dvc queue kill`` (DVC's own call) marks them failed, so ``dvc exp show`` stops
    listing them as running with their parent's metrics; ``dvc queue remove`` drops them.
+6. A failed ``dvc exp run``: ``params.yaml`` (or ``dvc.yaml``, ``dvc.lock``) still holds the
+   experiment's values while git's index, which DVC left with the file's new size and time,
+   calls it unchanged (``pipeline/doctor_exp.py``). Repair: write back git's version, then
+   ``dvc checkout`` (after the lock is released) restores the outputs the run deleted.
 
 Without ``--fix`` it only reports (exit 1 when something needs repair). ``--fix`` holds
 DVC's repository lock while it repairs, so no DVC command starts meanwhile. The train stage
@@ -66,6 +70,7 @@ class Finding:
     what: str
     repair: str = ""
     fix: Callable[[], None] | None = None
+    then: Sequence[str] = ()  # a command the repair runs once DVC's lock is released
 
 
 # -- 1. running DVC processes -------------------------------------------------------------
@@ -434,6 +439,24 @@ def _task_ids(queue: Any, entry: Any) -> set[str]:
     }
 
 
+# -- 6. what a failed `dvc exp run` left behind git's back (pipeline/doctor_exp.py) ----------
+
+
+def failed_experiment_findings(root: Path) -> list[Finding]:
+    from pipeline import doctor_exp
+
+    return doctor_exp.findings(root, Finding)
+
+
+def _run_after(root: Path, problems: Sequence[Finding]) -> None:
+    """The commands repairs asked for once DVC's lock is free (`dvc checkout`), each once."""
+    for cmd in dict.fromkeys(tuple(f.then) for f in problems if f.then):
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
+        shown = " ".join(["dvc", *cmd[3:]] if cmd[1:3] == ("-m", "dvc") else cmd)
+        status = "done" if proc.returncode == 0 else f"failed ({proc.stderr.strip()[-300:]})"
+        sys.stdout.write(f"RAN    {shown}: {status}\n")
+
+
 # -- the command ------------------------------------------------------------------------------
 
 
@@ -442,7 +465,8 @@ def diagnose(root: Path, fix: bool) -> tuple[list[Finding], list[Finding]]:
     as it is found (the later checks read DVC's state, which needs the earlier repairs)."""
     problems: list[Finding] = []
     notes: list[Finding] = []
-    checks = (rwlock_findings, lockfile_findings, checkpoint_findings, queue_findings)
+    checks = (rwlock_findings, lockfile_findings, checkpoint_findings, queue_findings,
+              failed_experiment_findings)  # fmt: skip
     later = {checkpoint_findings: "checkpoints", queue_findings: "the experiment queue"}
     for check in checks:
         if problems and not fix and check in later:  # they read dvc.lock and DVC's state
@@ -481,6 +505,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         problems, notes = diagnose(root, fix=False)
     for f in problems:
         sys.stdout.write(f"{'FIXED' if ns.fix else 'FOUND'}  {f.what}\n       → {f.repair}\n")
+    if ns.fix:
+        _run_after(root, problems)
     for f in notes:
         sys.stdout.write(f"OK     {f.what}\n")
     if not problems:
