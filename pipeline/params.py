@@ -116,12 +116,15 @@ TrainParams = TrainConfig  # the `train` section is the trainer's config
 @dataclass(frozen=True)
 class TransferParams(Checked):
     """The held-out collection every trained model is also evaluated on, without training
-    on it (issue 21): ``name`` (``genderbias-qa``, shipped), its ``splits``, and which fold
-    models of a seed rerank it (``fold_models``: ``first`` or ``all``)."""
+    on it (issue 21): ``name`` (``genderbias-qa``, shipped), its ``splits``, which fold
+    models of a seed rerank it (``fold_models``: ``first`` or ``all``) and ``max_queries``
+    (``None``: all; N: the first N question ids and their documents, for small profiles: a
+    cross-encoder reranks every question's ``candidates.top_k`` pairs per model)."""
 
     name: Literal["genderbias-qa"] = "genderbias-qa"
     splits: list[Literal["test", "train"]] = field(default_factory=lambda: ["test"])
     fold_models: Literal["first", "all"] = "first"
+    max_queries: Annotated[int, Range(ge=1)] | None = None
 
 
 @dataclass(frozen=True)
