@@ -9,23 +9,32 @@ GitHub): `<!-- doc: KIND [NAME] [key=value ...] -->`. Kinds:
 - `output NAME [select=REGEX]`: what `exec NAME` prints, exactly (with `select`, only the
   lines matching REGEX, a `...` line for each run of skipped lines). A test fails when the
   pasted output no longer matches.
-- `command NAME`: a command that needs the full default run's outputs (`models/`, `runs/`)
-  or runs an experiment; `recorded NAME deps=PATH,... stamp=HASH` is its output, recorded
-  by `python -m pipeline.report.docs --record` after the default `dvc repro`. The stamp hashes
-  the dvc.lock entries of `deps`; a test fails when the committed dvc.lock no longer has
-  them (the output then comes from an older default).
-- `params`: `dvc exp run` commands (every `-S key=value` is applied to params.yaml) or a
-  params.yaml excerpt (merged into it); a test validates the result with `pipeline.params`.
+- `command NAME [offline=REGEX]`: a command that needs the full default run's outputs
+  (`models/`, `runs/`) or runs an experiment. tests/stages/test_docs_commands.py runs it as
+  written on a copy of the tiny reproduction (`TINY_PROFILE` states the mapping) and fails
+  on a non-zero exit; with `offline=REGEX` it needs the network, runs offline and must stop
+  with output matching REGEX. `recorded NAME deps=PATH,... stamp=HASH` is its output on the
+  default, recorded by `python -m pipeline.report.docs --record` after the default `dvc
+  repro`. The stamp hashes the dvc.lock entries of `deps`; a test fails when the committed
+  dvc.lock no longer has them (the output then comes from an older default).
+- `params [offline=REGEX]`: `dvc exp run` commands (every `-S key=value` is applied to
+  params.yaml; the commands also run on the tiny copy as a `command` does) or a params.yaml
+  excerpt (merged into it); a test validates the result with `pipeline.params`.
 - `tested-by PATH[::TEST]`: a command that a test or CI script runs (`dvc repro` of the tiny
   profile, `bash scripts/test.sh`); the test checks that it exists.
 - `template`: a code template with `<placeholders>` to fill in (docs/adding-a-method.md),
   neither a command nor an output; the test checks that it has a placeholder, so that no
   runnable block hides as one.
 
-`python -m pipeline.report.docs --write` reruns every `exec` block and rewrites the
-`output` blocks and the README's results table; `--record` also reruns the `command`
-blocks (the lead, after the final `dvc repro`; it needs a clean `git status` of params.yaml,
-dvc.lock and metrics/, and restores them and the DVC outputs afterwards).
+Numbers in prose about runs, sizes, counts and times are marked values,
+`<!-- value NAME -->…<!-- /value -->`, generated from their sources (pipeline/report/
+doc_values.py); an unmarked one fails the docs test unless `NOT_RESULTS` says why it stays.
+
+`python -m pipeline.report.docs --write` regenerates every marked value, reruns every `exec`
+block and rewrites the `output` blocks and the README's results table; `--record` also
+reruns the `command` blocks (the lead, after the final `dvc repro`; it needs a clean `git
+status` of params.yaml, dvc.lock and metrics/, and restores them and the DVC outputs
+afterwards).
 """
 
 from __future__ import annotations
@@ -88,6 +97,24 @@ def doc_files(root: Path = ROOT) -> list[Path]:
     return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
 
 
+def value_files(root: Path = ROOT) -> list[Path]:
+    """The files whose marked values `--write` regenerates (pipeline/report/doc_values.py):
+    the docs and benchmarks/README.md."""
+    return [*doc_files(root), root / "benchmarks" / "README.md"]
+
+
+def write_values(root: Path = ROOT) -> None:
+    """Recompute every marked value of `value_files`."""
+    from pipeline.report.doc_values import rewrite
+
+    for path in value_files(root):
+        text = path.read_text(encoding="utf-8")
+        new = rewrite(text, root)
+        if new != text:
+            io.write_text(new, path)
+            log.info("%s: values regenerated", path)
+
+
 def _marker(line: str, where: str) -> tuple[str, str | None, dict[str, str]]:
     m = _MARKER.match(line.strip())
     if not m:
@@ -145,8 +172,12 @@ def _env() -> dict[str, str]:
     return env
 
 
-def run_block(block: Block, sandbox: Path | None, root: Path = ROOT, timeout: int = 900) -> str:
-    """Run a bash or Python block from `root`; its stdout with the sandbox shown as /tmp/."""
+def execute(
+    block: Block, sandbox: Path | None, root: Path = ROOT, timeout: int = 900,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """Run a bash or Python block as written, from `root` (`/tmp/` standing for `sandbox`),
+    with the virtual environment first on PATH and `env` added; whatever its exit status."""
     text = block.text if sandbox is None else block.text.replace("/tmp/", f"{sandbox}/")
     if block.lang == "python":
         cmd = [sys.executable, "-"]
@@ -154,10 +185,15 @@ def run_block(block: Block, sandbox: Path | None, root: Path = ROOT, timeout: in
         cmd = ["bash", "-euo", "pipefail", "-s"]
     else:
         raise DocError(f"{block.where}: cannot run a {block.lang!r} block")
-    proc = subprocess.run(
-        cmd, input=text, cwd=root, env=_env(), capture_output=True, text=True, timeout=timeout,
-        check=False,
+    return subprocess.run(
+        cmd, input=text, cwd=root, env={**_env(), **(env or {})}, capture_output=True,
+        text=True, timeout=timeout, check=False,
     )  # fmt: skip
+
+
+def run_block(block: Block, sandbox: Path | None, root: Path = ROOT, timeout: int = 900) -> str:
+    """Run a bash or Python block from `root`; its stdout with the sandbox shown as /tmp/."""
+    proc = execute(block, sandbox, root, timeout)
     if proc.returncode != 0:
         raise DocError(
             f"{block.where}: the {block.kind} block {block.name!r} failed "
@@ -327,6 +363,44 @@ def _remove_named_experiments(block: Block, root: Path) -> None:
                        capture_output=True, check=False)  # fmt: skip
 
 
+# --- commands run on the tiny profile ------------------------------------------------------
+
+TINY_PROFILE = (
+    "`command` blocks (they need the default run's models and runs) and the `dvc exp run` "
+    "blocks of `params` run as written in a copy of the tiny reproduction "
+    "(tests/data/params_tiny.yaml: 8 Grep-BiasIR queries, a random 2-layer BERT, 3 training "
+    "steps), which stands for the default with two changes: `train.seeds: [1]` (the "
+    "default's `seed-<n>/` folders, one seed) and the default's entry of every method a "
+    "block names that the tiny profile lacks. A block marked `offline=REGEX` needs the "
+    "network: it runs offline and must stop with output matching REGEX (the point where it "
+    "needs the network); the README's `recover` block then restores the workspace."
+)
+RECOVER = "recover"  # README.md: the commands that undo a failed experiment
+
+
+def runs_on_tiny(block: Block) -> bool:
+    """A block the docs test runs in the tiny copy: a `command`, or a `params` block of
+    commands (not a params.yaml excerpt)."""
+    return block.kind == "command" or (block.kind == "params" and block.lang != "yaml")
+
+
+def named_methods(blocks: Sequence[Block], methods: Sequence[str]) -> list[str]:
+    """The methods of `methods` that some block names (as a whole word)."""
+    text = "\n".join(b.text for b in blocks)
+    return [m for m in methods if re.search(rf"(?<![\w+]){re.escape(m)}(?![\w+])", text)]
+
+
+def tiny_params(tiny: Mapping[str, Any], default: Mapping[str, Any],
+                blocks: Sequence[Block]) -> dict[str, Any]:  # fmt: skip
+    """The tiny profile's params as `TINY_PROFILE` maps it for `blocks`."""
+    out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in tiny.items()}
+    wanted = named_methods(blocks, list(default["methods"]))
+    out["methods"] = {**tiny["methods"],
+                      **{m: default["methods"][m] for m in wanted if m not in tiny["methods"]}}
+    out["train"] = {**tiny["train"], "seeds": [1]}
+    return out
+
+
 # --- params ---------------------------------------------------------------------------------
 
 
@@ -454,11 +528,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     paths = [p.resolve() for p in ns.files] or doc_files()
     if ns.write or ns.record:
+        write_values()
         write(paths, record=ns.record)
         return
+    from pipeline.report.doc_values import NOT_RESULTS, unmarked_numbers, value_problems
+
     problems = unmarked(paths)
+    for path in value_files():
+        problems += value_problems(path)
     for path in paths:
         problems += output_mismatches(path, exec_outputs(path)) + stale_recordings(path)
+        problems += unmarked_numbers(path, NOT_RESULTS)
     for p in problems:
         log.error("%s", p)
     raise SystemExit(1 if problems else 0)
