@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pipeline import paths
 from pipeline.params import FIRST_STAGE, REFERENCE_ROWS
 from pipeline.report.build import build_report
+from pipeline.report.family_figures import method_families
 from stages.common import run_stage, setup
 
 log = logging.getLogger("stages.report")
@@ -37,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         correction=params.report.correction,
         bootstrap_samples=params.report.bootstrap_samples,
         bootstrap_seed=params.report.bootstrap_seed,
+        families=method_families({m: e.settings() for m, e in params.methods.items()}),
     )
     log.info("report: %d methods (baseline %s), %d files", len(methods), methods[0], len(written))
 

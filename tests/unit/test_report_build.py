@@ -108,7 +108,8 @@ def test_build_report_writes_tables_and_figures(eval_dir: Path, tmp_path: Path) 
     summary = pl.read_csv(tmp_path / "metrics" / "summary.csv")
     assert summary["method"].to_list() == methods and "n_queries" in summary.columns
     points = pl.read_csv(tmp_path / "plots" / "report" / "tradeoff.csv")
-    assert points.columns == ["method", "MRR@10", "NFaiRR@10", "ARaB-tf-abs@10"]
+    assert points.columns == ["method", "MRR@10", "NFaiRR@10", "ARaB-tf-abs@10", "family"]
+    assert set(points.filter(pl.col("method") == "bm25")["family"]) == {"reference"}
     assert points["method"].to_list() == methods
 
 
