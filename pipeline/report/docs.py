@@ -28,7 +28,8 @@ GitHub): `<!-- doc: KIND [NAME] [key=value ...] -->`. Kinds:
 
 Numbers in prose about runs, sizes, counts and times are marked values,
 `<!-- value NAME -->…<!-- /value -->`, generated from their sources (pipeline/report/
-doc_values.py); an unmarked one fails the docs test unless `NOT_RESULTS` says why it stays.
+doc_values.py); an unmarked one fails the docs test unless `NOT_RESULTS`
+(pipeline/report/doc_numbers.py) says why it stays.
 
 `python -m pipeline.report.docs --write` regenerates every marked value, reruns every `exec`
 block and rewrites the `output` blocks and the README's results table; `--record` also
@@ -531,7 +532,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         write_values()
         write(paths, record=ns.record)
         return
-    from pipeline.report.doc_values import NOT_RESULTS, unmarked_numbers, value_problems
+    from pipeline.report.doc_numbers import NOT_RESULTS, unmarked_numbers
+    from pipeline.report.doc_values import value_problems
 
     problems = unmarked(paths)
     for path in value_files():

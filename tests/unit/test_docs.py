@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.report import doc_values, docs
+from pipeline.report import doc_numbers, doc_values, docs, stage_graph
 from pipeline.report.readme import embed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,10 +59,10 @@ def test_every_marked_number_is_what_its_source_gives() -> None:
 
 
 def test_no_number_about_runs_stands_unmarked_in_prose() -> None:
-    problems = [p for path in FILES for p in doc_values.unmarked_numbers(
-        path, doc_values.NOT_RESULTS)]  # fmt: skip
+    problems = [p for path in FILES for p in doc_numbers.unmarked_numbers(
+        path, doc_numbers.NOT_RESULTS)]  # fmt: skip
     assert problems == []
-    assert doc_values.unused_exemptions(FILES, doc_values.NOT_RESULTS) == []
+    assert doc_numbers.unused_exemptions(FILES, doc_numbers.NOT_RESULTS) == []
 
 
 def test_values_are_checked_rewritten_and_unmarked_numbers_named(tmp_path: Path) -> None:
@@ -73,9 +73,9 @@ def test_values_are_checked_rewritten_and_unmarked_numbers_named(tmp_path: Path)
     want = doc_values.computed("params.methods", ROOT)
     (problem,) = doc_values.value_problems(path, ROOT)
     assert f"value 'params.methods' is '3', its source gives '{want}'" in problem
-    (unmarked,) = doc_values.unmarked_numbers(path, {})
+    (unmarked,) = doc_numbers.unmarked_numbers(path, {})
     assert unmarked.startswith("doc.md:1: '12 min' is a number about runs")
-    assert doc_values.unmarked_numbers(path, {"doc.md": [("it took 12 min", "dated")]}) == []
+    assert doc_numbers.unmarked_numbers(path, {"doc.md": [("it took 12 min", "dated")]}) == []
     path.write_text(doc_values.rewrite(path.read_text(), ROOT))
     assert doc_values.value_problems(path, ROOT) == []
     bad = _doc(tmp_path, "<!-- value no.such -->1<!-- /value -->\n")
@@ -91,7 +91,7 @@ def test_rerun_lists_follow_the_stage_graph() -> None:
                    "`evaluate@penalty_irrelevant` and `report`")  # fmt: skip
     top_k = doc_values.computed("dvc.rerun.candidates.top_k", ROOT)
     assert "`train@` of every method" in top_k and "`extract`" not in top_k
-    quick = doc_values.upstream(ROOT, doc_values.quick_targets(ROOT))
+    quick = stage_graph.upstream(ROOT, doc_values.quick_targets(ROOT))
     assert {"extract", "transfer_data", "features", "train@baseline"} <= set(quick)
     assert not any(s.startswith("train@") and "lws" in s for s in quick)
 
