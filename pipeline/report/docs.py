@@ -371,8 +371,9 @@ TINY_PROFILE = (
     "blocks of `params` run as written in a copy of the tiny reproduction "
     "(tests/data/params_tiny.yaml: 8 Grep-BiasIR queries, a random 2-layer BERT, 3 training "
     "steps), which stands for the default with two changes: `train.seeds: [1]` (the "
-    "default's `seed-<n>/` folders, one seed) and the default's entry of every method a "
-    "block names that the tiny profile lacks. A block marked `offline=REGEX` needs the "
+    "default's `seed-<n>/` folders, one seed) and as methods exactly those the blocks name "
+    "(the tiny profile's entry where it has one, else the default's; the default's first "
+    "method, the baseline, first). A block marked `offline=REGEX` needs the "
     "network: it runs offline and must stop with output matching REGEX (the point where it "
     "needs the network); the README's `recover` block then restores the workspace."
 )
@@ -396,8 +397,7 @@ def tiny_params(tiny: Mapping[str, Any], default: Mapping[str, Any],
     """The tiny profile's params as `TINY_PROFILE` maps it for `blocks`."""
     out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in tiny.items()}
     wanted = named_methods(blocks, list(default["methods"]))
-    out["methods"] = {**tiny["methods"],
-                      **{m: default["methods"][m] for m in wanted if m not in tiny["methods"]}}
+    out["methods"] = {m: tiny["methods"].get(m, default["methods"][m]) for m in wanted}
     out["train"] = {**tiny["train"], "seeds": [1]}
     return out
 

@@ -4,8 +4,8 @@ as written on the tiny profile (pipeline/report/docs.py, `TINY_PROFILE`).
 The mapping, stated once: the tiny reproduction (tests/data/params_tiny.yaml: 8 Grep-BiasIR
 queries, a random 2-layer BERT, 3 training steps) stands for the default run, with
 `train.seeds: [1]` (so the default's `seed-1/` paths exist), the default's `score.tokenizer`
-(`fair-eval`'s default) and the default's entry of every method a block names that the tiny
-profile lacks (`penalty_relevant`). Each file's blocks run in document order in one copy of
+(`fair-eval`'s default) and as methods exactly those the blocks name (the tiny profile's
+entry where it has one, else the default's: `penalty_relevant`). Each file's blocks run in document order in one copy of
 that reproduction, the workspace reset to its commit before each block; a block marked
 `offline=REGEX` needs the network, runs with every connection blocked and must stop with
 output matching REGEX, after which the README's `recover` block must bring `params.yaml`,
@@ -124,8 +124,8 @@ def test_the_mapping_adds_only_what_the_blocks_name() -> None:
     tiny = {**default, **tiny, "train": {**default["train"], **tiny["train"]}}
     params = docs.tiny_params(tiny, default, BLOCKS)
     assert params["train"]["seeds"] == [1] and params["model"] == tiny["model"]
-    added = set(params["methods"]) - set(tiny["methods"])
-    assert added == set(docs.named_methods(BLOCKS, list(default["methods"]))) - set(
-        tiny["methods"]
-    )
-    assert "penalty_relevant" in added and len(params["methods"]) < len(default["methods"])
+    named = docs.named_methods(BLOCKS, list(default["methods"]))
+    assert list(params["methods"]) == named and named[0] == "baseline"
+    assert params["methods"]["penalty_irrelevant"] == tiny["methods"]["penalty_irrelevant"]
+    assert params["methods"]["penalty_relevant"] == default["methods"]["penalty_relevant"]
+    assert "curriculum_high_low" not in params["methods"]  # no block names it
