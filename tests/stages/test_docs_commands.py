@@ -5,8 +5,9 @@ The mapping, stated once: the tiny reproduction (tests/data/params_tiny.yaml: 8 
 queries, a random 2-layer BERT, 3 training steps) stands for the default run, with
 `train.seeds: [1]` (so the default's `seed-1/` paths exist), the default's `score.tokenizer`
 (`fair-eval`'s default) and as methods exactly those the blocks name (the tiny profile's
-entry where it has one, else the default's: `penalty_relevant`). Each file's blocks run in document order in one copy of
-that reproduction, the workspace reset to its commit before each block; a block marked
+entry where it has one, else the default's: `penalty_relevant`). Each file's blocks run in
+document order in one copy of that reproduction, the workspace reset to its commit before
+each block; a block marked
 `offline=REGEX` needs the network, runs with every connection blocked and must stop with
 output matching REGEX, after which the README's `recover` block must bring `params.yaml`,
 `git status` and `dvc status` back to the commit. Blocks that only read the committed repo
