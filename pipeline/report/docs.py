@@ -11,7 +11,7 @@ GitHub): `<!-- doc: KIND [NAME] [key=value ...] -->`. Kinds:
   pasted output no longer matches.
 - `command NAME [offline=REGEX]`: a command that needs the full default run's outputs
   (`models/`, `runs/`) or runs an experiment. tests/stages/test_docs_commands.py runs it as
-  written on a copy of the tiny reproduction (`TINY_PROFILE` states the mapping) and fails
+  written on a copy of the tiny reproduction (`doc_tiny.TINY_PROFILE` states the mapping) and fails
   on a non-zero exit; with `offline=REGEX` it needs the network, runs offline and must stop
   with output matching REGEX. `recorded NAME deps=PATH,... stamp=HASH` is its output on the
   default, recorded by `python -m pipeline.report.docs --record` after the default `dvc
@@ -362,44 +362,6 @@ def _remove_named_experiments(block: Block, root: Path) -> None:
     if names:
         subprocess.run(["dvc", "exp", "remove", *names], cwd=root, env=_env(),
                        capture_output=True, check=False)  # fmt: skip
-
-
-# --- commands run on the tiny profile ------------------------------------------------------
-
-TINY_PROFILE = (
-    "`command` blocks (they need the default run's models and runs) and the `dvc exp run` "
-    "blocks of `params` run as written in a copy of the tiny reproduction "
-    "(tests/data/params_tiny.yaml: 8 Grep-BiasIR queries, a random 2-layer BERT, 3 training "
-    "steps), which stands for the default with two changes: `train.seeds: [1]` (the "
-    "default's `seed-<n>/` folders, one seed) and as methods exactly those the blocks name "
-    "(the tiny profile's entry where it has one, else the default's; the default's first "
-    "method, the baseline, first). A block marked `offline=REGEX` needs the "
-    "network: it runs offline and must stop with output matching REGEX (the point where it "
-    "needs the network); the README's `recover` block then restores the workspace."
-)
-RECOVER = "recover"  # README.md: the commands that undo a failed experiment
-
-
-def runs_on_tiny(block: Block) -> bool:
-    """A block the docs test runs in the tiny copy: a `command`, or a `params` block of
-    commands (not a params.yaml excerpt)."""
-    return block.kind == "command" or (block.kind == "params" and block.lang != "yaml")
-
-
-def named_methods(blocks: Sequence[Block], methods: Sequence[str]) -> list[str]:
-    """The methods of `methods` that some block names (as a whole word)."""
-    text = "\n".join(b.text for b in blocks)
-    return [m for m in methods if re.search(rf"(?<![\w+]){re.escape(m)}(?![\w+])", text)]
-
-
-def tiny_params(tiny: Mapping[str, Any], default: Mapping[str, Any],
-                blocks: Sequence[Block]) -> dict[str, Any]:  # fmt: skip
-    """The tiny profile's params as `TINY_PROFILE` maps it for `blocks`."""
-    out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in tiny.items()}
-    wanted = named_methods(blocks, list(default["methods"]))
-    out["methods"] = {m: tiny["methods"].get(m, default["methods"][m]) for m in wanted}
-    out["train"] = {**tiny["train"], "seeds": [1]}
-    return out
 
 
 # --- params ---------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Every documented command that needs the default run's outputs or runs an experiment, run
-as written on the tiny profile (pipeline/report/docs.py, `TINY_PROFILE`).
+as written on the tiny profile (pipeline/report/doc_tiny.py, `TINY_PROFILE`).
 
 The mapping, stated once: the tiny reproduction (tests/data/params_tiny.yaml: 8 Grep-BiasIR
 queries, a random 2-layer BERT, 3 training steps) stands for the default run, with
@@ -30,13 +30,13 @@ import pytest
 import yaml
 
 from pipeline.data.irds import DOWNLOAD_HOSTS as IRDS_HOSTS
-from pipeline.report import docs
+from pipeline.report import doc_tiny, docs
 from tests.conftest import NoNetwork
 from tests.stages.conftest import ROOT, run
 
 pytestmark = pytest.mark.slow
-FILES = [p for p in docs.doc_files(ROOT) if any(docs.runs_on_tiny(b) for b in docs.parse(p))]
-BLOCKS = [b for p in FILES for b in docs.parse(p) if docs.runs_on_tiny(b)]
+FILES = [p for p in docs.doc_files(ROOT) if any(doc_tiny.runs_on_tiny(b) for b in docs.parse(p))]
+BLOCKS = [b for p in FILES for b in docs.parse(p) if doc_tiny.runs_on_tiny(b)]
 DOWNLOAD_HOSTS = tuple(IRDS_HOSTS.values())  # the offline blocks probe these, nothing else
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def docs_repo(tiny_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     shutil.copytree(tiny_repo, repo, symlinks=True)
     tiny: dict[str, Any] = yaml.safe_load((repo / "params.yaml").read_text())
     default: dict[str, Any] = yaml.safe_load((ROOT / "params.yaml").read_text())
-    params = docs.tiny_params(tiny, default, BLOCKS)
+    params = doc_tiny.tiny_params(tiny, default, BLOCKS)
     params["score"] = {**params["score"], "tokenizer": default["score"]["tokenizer"]}
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     _dvc(repo, "repro", "-q")
@@ -90,14 +90,14 @@ def _committed(repo: Path) -> list[str]:
 def test_documented_commands_run_on_the_tiny_profile(
     docs_repo: Path, tmp_path: Path, no_network: NoNetwork
 ) -> None:
-    recover = next(b for b in docs.parse(ROOT / "README.md") if b.name == docs.RECOVER)
+    recover = next(b for b in docs.parse(ROOT / "README.md") if b.name == doc_tiny.RECOVER)
     timings: list[str] = []
     for path in FILES:
         repo = tmp_path / path.stem
         shutil.copytree(docs_repo, repo, symlinks=True)
         sandbox = tmp_path / f"{path.stem}-tmp"
         sandbox.mkdir()
-        for block in (b for b in docs.parse(path) if docs.runs_on_tiny(b)):
+        for block in (b for b in docs.parse(path) if doc_tiny.runs_on_tiny(b)):
             _reset(repo)
             start = time.perf_counter()
             proc = docs.execute(block, sandbox, repo, env=no_network.env)
@@ -123,9 +123,9 @@ def test_the_mapping_adds_only_what_the_blocks_name() -> None:
     tiny = yaml.safe_load((ROOT / "tests" / "data" / "params_tiny.yaml").read_text())
     default = yaml.safe_load((ROOT / "params.yaml").read_text())
     tiny = {**default, **tiny, "train": {**default["train"], **tiny["train"]}}
-    params = docs.tiny_params(tiny, default, BLOCKS)
+    params = doc_tiny.tiny_params(tiny, default, BLOCKS)
     assert params["train"]["seeds"] == [1] and params["model"] == tiny["model"]
-    named = docs.named_methods(BLOCKS, list(default["methods"]))
+    named = doc_tiny.named_methods(BLOCKS, list(default["methods"]))
     assert list(params["methods"]) == named and named[0] == "baseline"
     assert params["methods"]["penalty_irrelevant"] == tiny["methods"]["penalty_irrelevant"]
     assert params["methods"]["penalty_relevant"] == default["methods"]["penalty_relevant"]
