@@ -50,6 +50,9 @@ def docs_repo(tiny_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     """The tiny reproduction with `TINY_PROFILE`'s changes, reproduced and committed."""
     repo = tmp_path_factory.mktemp("docs") / "repo"
     shutil.copytree(tiny_repo, repo, symlinks=True)
+    run(["git", "reset", "-q", "--hard", "HEAD"], repo)  # other tests change its workspace
+    run(["git", "clean", "-q", "-fd"], repo)  # (e.g. `dvc plots show` wrote dvc_plots/)
+    _dvc(repo, "checkout", "-q", "--force")
     tiny: dict[str, Any] = yaml.safe_load((repo / "params.yaml").read_text())
     default: dict[str, Any] = yaml.safe_load((ROOT / "params.yaml").read_text())
     params = doc_tiny.tiny_params(tiny, default, BLOCKS)
@@ -87,6 +90,14 @@ def _committed(repo: Path) -> list[str]:
     return problems
 
 
+def _expected_probes(no_network: NoNetwork, block: docs.Block) -> None:
+    """An offline block probes its download host, nothing else; the probes are cleared."""
+    tried = no_network.attempts + no_network.logged()
+    assert all(any(h in line for h in DOWNLOAD_HOSTS) for line in tried), (block.where, tried)
+    no_network.attempts.clear()
+    no_network.log.unlink(missing_ok=True)
+
+
 def test_documented_commands_run_on_the_tiny_profile(
     docs_repo: Path, tmp_path: Path, no_network: NoNetwork
 ) -> None:
@@ -109,13 +120,10 @@ def test_documented_commands_run_on_the_tiny_profile(
                 continue
             assert proc.returncode != 0, f"{block.where} should stop offline:\n{output[-2000:]}"
             assert re.search(offline, output), f"{block.where}: no {offline!r}:\n{output[-3000:]}"
+            _expected_probes(no_network, block)
             fixed = docs.execute(recover, sandbox, repo, env=no_network.env)
             assert fixed.returncode == 0, fixed.stderr[-2000:]
             assert _committed(repo) == [], f"after {block.where} and the README's recovery"
-    tried = no_network.attempts + no_network.logged()
-    assert all(any(h in line for h in DOWNLOAD_HOSTS) for line in tried), tried
-    no_network.attempts.clear()  # the offline blocks probe their download hosts, as expected
-    no_network.log.unlink(missing_ok=True)
     log.info("seconds per block:\n%s", "\n".join(timings))  # --log-cli-level=INFO shows them
 
 
