@@ -37,6 +37,10 @@ into a full DVC cache fails without failing the run (DVC 3.67). Checked in this 
    listing them as running with their parent's metrics; ``dvc queue remove`` drops them.
 7. ``.dvc/tmp/exps/tmp*``: the temporary workspaces of queued experiments (tens of MB each)
    that no process uses, left by a killed worker. Repair: delete them.
+8. A failed ``dvc exp run``: ``params.yaml`` (or ``dvc.yaml``, ``dvc.lock``) still holds the
+   experiment's values while git's index, which DVC left with the file's new size and time,
+   calls it unchanged (``pipeline/doctor_exp.py``). Repair: write back git's version, then
+   ``dvc checkout`` (after the lock is released) restores the outputs the run deleted.
 
 Without ``--fix`` it only reports (exit 1 when something needs repair). ``--fix`` holds
 DVC's repository lock while it repairs, so no DVC command starts meanwhile; a repair that
@@ -85,6 +89,7 @@ class Finding:
     fix: Callable[[], None] | None = None
     failed: str = ""
     """Why ``fix`` failed (``--fix``), else empty."""
+    then: Sequence[str] = ()  # a command the repair runs once DVC's lock is released
 
 
 # -- 1. running DVC processes -------------------------------------------------------------
@@ -616,6 +621,24 @@ def _size(folder: Path) -> int:
     return total
 
 
+# -- 8. what a failed `dvc exp run` left behind git's back (pipeline/doctor_exp.py) ----------
+
+
+def failed_experiment_findings(root: Path) -> list[Finding]:
+    from pipeline import doctor_exp
+
+    return doctor_exp.findings(root, Finding)
+
+
+def _run_after(root: Path, problems: Sequence[Finding]) -> None:
+    """The commands repairs asked for once DVC's lock is free (`dvc checkout`), each once."""
+    for cmd in dict.fromkeys(tuple(f.then) for f in problems if f.then):
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False)
+        shown = " ".join(["dvc", *cmd[3:]] if cmd[1:3] == ("-m", "dvc") else cmd)
+        status = "done" if proc.returncode == 0 else f"failed ({proc.stderr.strip()[-300:]})"
+        sys.stdout.write(f"RAN    {shown}: {status}\n")
+
+
 # -- the command ------------------------------------------------------------------------------
 
 
@@ -625,7 +648,7 @@ def diagnose(root: Path, fix: bool) -> tuple[list[Finding], list[Finding]]:
     problems: list[Finding] = []
     notes: list[Finding] = []
     checks = (rwlock_findings, lockfile_findings, cache_findings, checkpoint_findings,
-              queue_findings, workspace_findings)  # fmt: skip
+              queue_findings, workspace_findings, failed_experiment_findings)  # fmt: skip
     later = {cache_findings: "the DVC cache", checkpoint_findings: "checkpoints",
              queue_findings: "the experiment queue"}  # fmt: skip
     for check in checks:
@@ -669,6 +692,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for f in problems:
         state = "FAILED" if f.failed else "FIXED " if ns.fix else "FOUND "
         sys.stdout.write(f"{state} {f.what}\n       → {f.failed or f.repair}\n")
+    if ns.fix:
+        _run_after(root, problems)
     for f in notes:
         sys.stdout.write(f"OK     {f.what}\n")
     if not problems:

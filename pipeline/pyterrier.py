@@ -14,6 +14,12 @@ Scoring is :meth:`Ranker.score_many` under ``torch.inference_mode()``, the same 
 distinct query/document text is one entry of the tables the ranker is bound to, so a
 bi-encoder encodes it once.
 
+The project's own tables in PyTerrier's column names (`qid`, `query`, `docno`, `label`,
+`score`, `rank`): :func:`topics`, :func:`qrels` and :func:`results` read `data/queries.parquet`,
+`data/qrels.parquet` (or `.trec`) and any run (`runs/<method>/[seed-<n>/]run.parquet`, a TREC
+run such as `runs/bm25/run.trec`), so `pt.Experiment` compares the pipeline's runs with
+`pt.Transformer.from_df(results(path))` as systems, without renaming a column.
+
 Needs the optional extra ``pip install 'pipeline[pyterrier]'`` (``python-terrier``, Terrier
 team, University of Glasgow, MPL-2.0). PyTerrier starts Java only for Terrier's own indexing
 and retrieval; this transformer never does.
@@ -28,8 +34,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import polars as pl
 import torch
 
+from pipeline import io, schemas
 from pipeline.errors import InputError
 from pipeline.models.encoders import resolve_device
 from pipeline.models.registry import load_ranker
@@ -45,6 +53,38 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 logger = logging.getLogger(__name__)
 
 INPUT_COLUMNS = ("qid", "query", "docno", "text")
+NAMES = {"query_id": "qid", "doc_id": "docno", "relevance": "label", "text": "query"}
+"""Our column names (DESIGN §3, ir_datasets') → PyTerrier's."""
+
+
+def topics(path: str | Path = "data/queries.parquet", split: str | None = None) -> pd.DataFrame:
+    """PyTerrier topics ``qid, query`` (strings) of a queries table; ``split`` keeps one
+    split (``test``, ``train``)."""
+    frame = io.read_table(path, schemas.QUERIES)
+    if split is not None:
+        frame = frame.filter(pl.col("split") == split)
+    return frame.select("query_id", "text").to_pandas().rename(columns=NAMES)
+
+
+def qrels(path: str | Path = "data/qrels.parquet") -> pd.DataFrame:
+    """PyTerrier qrels ``qid, docno, label`` of a Parquet (``data/qrels.parquet``) or TREC
+    (``data/qrels.trec``) qrels file."""
+    from pipeline.evaluate_run import read_qrels
+
+    out = read_qrels(path).select("query_id", "doc_id", "relevance").to_pandas()
+    return out.rename(columns=NAMES).astype({"label": "int64"})
+
+
+def results(path: str | Path) -> pd.DataFrame:
+    """A run as a PyTerrier result frame ``qid, docno, score, rank`` (rank 0-based, as
+    PyTerrier counts), from ``run.parquet`` or a TREC run file."""
+    if str(path).endswith(".parquet"):
+        frame = io.read_table(path, schemas.RUN)
+    else:
+        frame = io.read_trec_run(path)
+    out = frame.select("query_id", "doc_id", "score", "rank").sort("query_id", "rank")
+    out = out.with_columns(pl.col("rank") - 1).to_pandas().rename(columns=NAMES)
+    return out.astype({"score": "float64", "rank": "int64"})
 
 
 def text_keys(texts: Sequence[str]) -> tuple[list[str], dict[str, str]]:

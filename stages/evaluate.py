@@ -1,9 +1,7 @@
-"""Stage `evaluate@<method>`: effectiveness and fairness metrics of the method's run.
-
-Writes `eval/<method>/per_query.parquet` + `metrics.json` and `metrics/<method>.json` (flat
-keys such as `MRR@10`, for `dvc metrics diff`). With `train.seeds`, one `eval/<method>/seed-<n>/`
-folder per seed; the method's metrics are the means over seeds, their standard deviations
-under `std` (pipeline/metrics/runner.py)."""
+"""Stage `evaluate@<method>`: effectiveness and fairness metrics of the method's run: writes
+`eval/<method>/[seed-<n>/]per_query.parquet` + `metrics.json` and `metrics/<method>.json` (flat
+keys for `dvc metrics diff`; over seeds: means, `std`, pipeline/metrics/runner.py; `profile`:
+digests of its params, pipeline/profile.py); `bm25` also writes `runs/bm25/run.trec`."""
 
 from __future__ import annotations
 
@@ -11,7 +9,7 @@ import argparse
 import logging
 from collections.abc import Sequence
 
-from pipeline import io, paths
+from pipeline import io, paths, profile
 from pipeline.data import get_source
 from pipeline.metrics import runner
 from pipeline.params import FIRST_STAGE, ZERO_SHOT, get_method
@@ -28,14 +26,16 @@ def _args(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv, method=True, extra=_args)
     p, m, seed_runs = ns.params.evaluate, ns.method, ns.params.seed_runs_of(ns.method)
-    if not ns.first_stage and m != ZERO_SHOT:
+    trained = not ns.first_stage and m != ZERO_SHOT
+    if trained:
         get_method(ns.params, m)
     with ns.clock("inputs"):  # the stage logs its phases' seconds (stages.common)
         shared = runner.read_shared()
         runs = runner.read_runs(m, seed_runs, shared, ns.first_stage)
-    submit = get_source(ns.params.dataset.name).submissions  # e.g. TREC Fair's formats
     info, per_seed = runner.run_info(m, shared.doc_scores, shared.complexity), {}
-    seeds = ns.params.train.seeds  # each seed's fold assignment (dataset.<source>.splits)
+    submit, seeds = get_source(ns.params.dataset.name).submissions, ns.params.train.seeds
+    if ns.first_stage:  # the bm25 row as a plain TREC run, as every trained method has one
+        io.write_trec_run(runs[0][2], paths.runs(m) / "run.trec", tag=m)
     for seed, sub, run in runs:
         with ns.clock("metrics"):
             s = runner.seed_view(shared, seeds, seed)
@@ -49,9 +49,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         result |= runner.weak_metrics(m, seed_runs, shared, p, seeds)
         result = runner.merged(result, runner.scope_metrics(m, runs, shared, p, seeds))
         result = runner.merged(result, runner.transfer_metrics(m, seed_runs, p, ns.first_stage))
-    if several:
-        io.write_json(result, paths.evals(m) / "metrics.json")
-    io.write_json(result, paths.metrics(m))
+    result["profile"] = profile.profile(profile.read_tree(), not ns.first_stage, trained)
+    for path in ([paths.evals(m) / "metrics.json"] if several else []) + [paths.metrics(m)]:
+        io.write_json(result, path)
     at10 = ", ".join(f"{k} {v:.4f}" for k, v in result.items() if k.endswith("@10"))
     log.info("evaluate@%s: %d run(s); %s", m, len(runs), at10)
 

@@ -13,6 +13,7 @@ from pipeline.deps import unstaged_methods
 from pipeline.errors import InputError
 from pipeline.params import FIRST_STAGE, REFERENCE_ROWS
 from pipeline.report.build import build_report
+from pipeline.report.family_figures import method_families
 from pipeline.report.per_query import seed_folds
 from stages.common import run_stage, setup
 
@@ -20,8 +21,7 @@ log = logging.getLogger("stages.report")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ns = setup(__doc__ or "", argv)
-    params = ns.params
+    params = setup(__doc__ or "", argv).params
     methods = list(params.methods)  # from params, not a glob: removed methods leave stale files
     if missing := unstaged_methods(methods):
         raise InputError(f"methods {missing} of params.yaml have no stages in dvc.yaml: run "
@@ -35,15 +35,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         reference=REFERENCE_ROWS,
         info={"dataset": params.dataset.name, "model": f"{params.model.name} ({params.model.arch})",
               "evaluation": _evaluation(params.dataset.folds)},
-        plots_dir=paths.REPORT_PLOTS,
-        train_dir=paths.LIVE,
+        plots_dir=paths.REPORT_PLOTS, train_dir=paths.LIVE, transfer_data=paths.TRANSFER,
         correction=params.report.correction,
         bootstrap_samples=params.report.bootstrap_samples,
         bootstrap_seed=params.report.bootstrap_seed,
         folds=seed_folds(io.read_table(paths.FOLDS, schemas.FOLDS), params.train.seeds),
         controls=params.controls,
         saturated=get_source(params.dataset.name).saturated,
-        transfer_data=paths.TRANSFER,
+        families=method_families({m: e.settings() for m, e in params.methods.items()}),
     )
     log.info("report: %d methods (baseline %s), %d files", len(methods), methods[0], len(written))
 

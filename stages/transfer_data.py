@@ -3,7 +3,8 @@ without training data, e.g. the shipped GenderBias-QA; its section `dataset.<nam
 evaluation tables: `data/transfer/{corpus,queries,qrels}.parquet`, its
 BM25 candidates (top `candidates.top_k`, short lists filled as the main collection's) and the
 Ψ/ζ/lexicon scores of its documents (`score` settings), and the gender words per F/M group
-(`group_words.parquet`, a confound the report states: pipeline/bias/group_words.py). The
+(`group_words.parquet`, a confound the report states: pipeline/bias/group_words.py);
+`dataset.genderbias_qa.max_queries` keeps the first N questions. The
 trained models rerank these candidates without ever training on them (pipeline/rerank.py,
 evaluate stage)."""
 

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import polars as pl
 
-from pipeline.config import Checked
+from pipeline.config import Checked, Range
 from pipeline.data.common import Extracted, Source
 from pipeline.errors import InputError
 from pipeline.manifest import verify
@@ -113,15 +113,23 @@ def load_shipped(splits: tuple[str, ...] = SPLITS) -> Collection:
 @dataclass(frozen=True)
 class GenderBiasQAConfig(Checked):
     """The ``dataset.genderbias_qa`` section: the file's ``splits`` to read (test: 145
-    questions; train: 172 more); the models never train on either."""
+    questions; train: 172 more); the models never train on either. ``max_queries``:
+    ``None`` = every question; N = the first N question ids and the documents they judge
+    (small profiles: a cross-encoder reranks every question's ``candidates.top_k`` pairs)."""
 
     splits: list[Literal["test", "train"]] = field(default_factory=lambda: ["test"])
+    max_queries: Annotated[int, Range(ge=1)] | None = None
 
 
 def extract(cfg: GenderBiasQAConfig) -> Extracted:
     """The collection's corpus (F/M ``group``), queries (all ``test``) and qrels; no
     training triples."""
     coll = load_shipped(splits=tuple(cfg.splits))
+    if cfg.max_queries is not None:  # the first N question ids and the documents they judge
+        queries = coll.queries.sort("query_id").head(cfg.max_queries)
+        qrels = coll.qrels.filter(pl.col("query_id").is_in(queries["query_id"].implode()))
+        corpus = coll.corpus.filter(pl.col("doc_id").is_in(qrels["doc_id"].implode()))
+        coll = Collection(corpus, queries, qrels)
     none = pl.DataFrame(schema=dict.fromkeys(TRIPLES.required, pl.Utf8))
     return Extracted(coll.corpus, coll.queries, coll.qrels, none)
 

@@ -310,7 +310,7 @@ class Ranker(nn.Module):
             meta = {"format": FORMAT_VERSION, "arch": self.arch, "config": self.cfg.common(),
                     "settings": asdict(self.settings), "base": self.base}  # fmt: skip
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
-            (tmp / "README.md").write_text(card(meta))
+            (tmp / "README.md").write_text(card(meta, folder=tmp))
             _replace_dir(tmp, out)
         except Exception as e:  # safetensors, transformers and json each report ENOSPC their way
             if not is_disk_full(e):

@@ -15,7 +15,7 @@ Outputs (all written atomically):
 | `<out_dir>/comparison.csv` | one row per (method, metric): mean, std, change, CI, t, p, adj. p |
 | `<out_dir>/controls.csv` | the same per control pair (treatment − control; column `control`) |
 | `<out_dir>/comparison_ranx.json` | the headline metrics compared as a ranx `Report.to_dict()` |
-| `<plots_dir>/tradeoff.csv` | `method, MRR@k, NFaiRR@k, ARaB-tf-abs@k` (DVC plot data) |
+| `<plots_dir>/tradeoff.csv` | `method, MRR@k, NFaiRR@k, ARaB-tf-abs@k, family` (DVC plot data) |
 | `<plots_dir>/tradeoff_nfairr.png`, `tradeoff_arab.png` | fairness vs MRR, one point per method |
 | `<out_dir>/variation.md`, `<plots_dir>/variation_bins.png` | nDCG@10 μ/σ/c_v per complexity bin |
 | `<plots_dir>/training.png` | training loss and learning rate of every trained method |
@@ -39,13 +39,10 @@ from pipeline.report.controls import (
     controls_text,
     training_rows,
 )
+from pipeline.report.family_figures import tradeoff_figure, training_figure
 from pipeline.report.findings import findings_markdown
 from pipeline.report.inputs import load_per_query
-from pipeline.report.plots import (
-    save_png,
-    tradeoff_figure,
-    training_figure,
-)
+from pipeline.report.plots import save_png
 from pipeline.report.ranx_export import ranx_report
 from pipeline.report.scopes import JUDGED, judged_markdown, scope_comparison
 from pipeline.report.significance import ALPHA, as_seeds, compare
@@ -119,17 +116,22 @@ def ranx_metrics(cmp: pl.DataFrame, cutoffs: Sequence[int]) -> list[str]:
 
 
 def _tradeoff_plots(
-    cmp: pl.DataFrame, k: int, plots_dir: Path, baseline: str, reference: Collection[str]
-) -> list[Path]:
+    cmp: pl.DataFrame, k: int, plots_dir: Path, baseline: str, reference: Collection[str],
+    families: Mapping[str, str] | None = None,
+) -> list[Path]:  # fmt: skip
     points = tradeoff_frame(cmp, k)
-    io.write_text(points.write_csv(float_precision=6), plots_dir / "tradeoff.csv")
+    family = [("reference" if m in reference else (families or {}).get(m, "methods"))
+              for m in points["method"]]  # fmt: skip
+    table = points.with_columns(pl.Series("family", family, pl.Utf8))  # the HTML's colours
+    io.write_text(table.write_csv(float_precision=6), plots_dir / "tradeoff.csv")
     written = [plots_dir / "tradeoff.csv"]
     mrr = EFFECTIVE.column(k)
     for name, fair in ((m.tradeoff[1], m.column(k)) for m in PLOTTED if m.tradeoff):
         if points[fair].null_count() == points.height:
             log.warning("no %s values; %s trade-off plot skipped", fair, name)
             continue
-        fig = tradeoff_figure(points, mrr, fair, baseline=baseline, reference=reference)
+        fig = tradeoff_figure(points, mrr, fair, baseline=baseline, reference=reference,
+                              families=families)  # fmt: skip
         save_png(fig, plots_dir / f"tradeoff_{name}.png")
         written.append(plots_dir / f"tradeoff_{name}.png")
     return written
@@ -142,14 +144,16 @@ def _figures(
     train_dir: str | Path | None,
     baseline: str,
     reference: Sequence[str],
+    families: Mapping[str, str] | None = None,
 ) -> list[Path]:
-    """Trade-off data and scatters at @10 (else the first cut-off), and the training curves."""
+    """Trade-off data and scatters at @10 (else the first cut-off), and the training curves,
+    one panel per family of methods (`families`, pipeline/report/family_figures.py)."""
     k = 10 if 10 in cutoffs else cutoffs[0]
-    written = _tradeoff_plots(cmp, k, plots_dir, baseline, reference)
+    written = _tradeoff_plots(cmp, k, plots_dir, baseline, reference, families)
     if train_dir is not None:
         trained = [m for m in dict.fromkeys(cmp["method"].to_list()) if m not in reference]
         curves = {m: read_curve(Path(train_dir) / m) for m in trained}
-        save_png(training_figure(curves), plots_dir / "training.png")
+        save_png(training_figure(curves, families), plots_dir / "training.png")
         written.append(plots_dir / "training.png")
     return written
 
@@ -173,6 +177,7 @@ def build_report(
     controls: Mapping[str, ControlEntry] | None = None,
     saturated: Mapping[str, str] | None = None,
     transfer_data: str | Path | None = None,
+    families: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """Write the summary tables (and, with `plots_dir`, the figures); return the paths written.
 
@@ -242,7 +247,8 @@ def build_report(
     io.write_json(ranx_report(per_query, ranx_metrics(cmp, cutoffs)), out / RANX_JSON)
     written += [out / "summary.md", out / "summary.csv", out / "comparison.csv", out / RANX_JSON]
     if plots_dir is not None:
-        written += _figures(cmp, cutoffs, Path(plots_dir), train_dir, baseline, reference)
+        written += _figures(cmp, cutoffs, Path(plots_dir), train_dir, baseline, reference,
+                            families)  # fmt: skip
     written += write_variation(
         metrics, out, None if plots_dir is None else Path(plots_dir), per_query, baseline,
         bootstrap_samples, bootstrap_seed,

@@ -9,13 +9,17 @@ GitHub): `<!-- doc: KIND [NAME] [key=value ...] -->`. Kinds:
 - `output NAME [select=REGEX]`: what `exec NAME` prints, exactly (with `select`, only the
   lines matching REGEX, a `...` line for each run of skipped lines). A test fails when the
   pasted output no longer matches.
-- `command NAME`: a command that needs the full default run's outputs (`models/`, `runs/`)
-  or runs an experiment; `recorded NAME deps=PATH,... stamp=HASH` is its output, recorded
-  by `python -m pipeline.report.docs --record` after the default `dvc repro`. The stamp hashes
-  the dvc.lock entries of `deps`; a test fails when the committed dvc.lock no longer has
-  them (the output then comes from an older default).
-- `params`: `dvc exp run` commands (every `-S key=value` is applied to params.yaml) or a
-  params.yaml excerpt (merged into it); a test validates the result with `pipeline.params`.
+- `command NAME [offline=REGEX]`: a command that needs the full default run's outputs
+  (`models/`, `runs/`) or runs an experiment. tests/stages/test_docs_commands.py runs it as
+  written on a copy of the tiny reproduction (`doc_tiny.TINY_PROFILE` states the mapping) and fails
+  on a non-zero exit; with `offline=REGEX` it needs the network, runs offline and must stop
+  with output matching REGEX. `recorded NAME deps=PATH,... stamp=HASH` is its output on the
+  default, recorded by `python -m pipeline.report.docs --record` after the default `dvc
+  repro`. The stamp hashes the dvc.lock entries of `deps`; a test fails when the committed
+  dvc.lock no longer has them (the output then comes from an older default).
+- `params [offline=REGEX]`: `dvc exp run` commands (every `-S key=value` is applied to
+  params.yaml; the commands also run on the tiny copy as a `command` does) or a params.yaml
+  excerpt (merged into it); a test validates the result with `pipeline.params`.
 - `tested-by PATH[::TEST]`: a command that a test or CI script runs (`dvc repro` of the tiny
   profile, `bash scripts/test.sh`); the test checks that it exists.
 - `template`: a code template with `<placeholders>` to fill in (docs/adding-a-method.md),
@@ -25,10 +29,16 @@ GitHub): `<!-- doc: KIND [NAME] [key=value ...] -->`. Kinds:
   docs/adding-a-method.md); `tests/stages/test_guide.py` writes it into a copy of the
   repository and runs the guide's commands on it.
 
-`python -m pipeline.report.docs --write` reruns every `exec` block and rewrites the
-`output` blocks and the README's results table; `--record` also reruns the `command`
-blocks (the lead, after the final `dvc repro`; it needs a clean `git status` of params.yaml,
-dvc.lock and metrics/, and restores them and the DVC outputs afterwards).
+Numbers in prose about runs, sizes, counts and times are marked values,
+`<!-- value NAME -->…<!-- /value -->`, generated from their sources (pipeline/report/
+doc_values.py); an unmarked one fails the docs test unless `NOT_RESULTS`
+(pipeline/report/doc_numbers.py) says why it stays.
+
+`python -m pipeline.report.docs --write` regenerates every marked value, reruns every `exec`
+block and rewrites the `output` blocks and the README's results table; `--record` also
+reruns the `command` blocks (the lead, after the final `dvc repro`; it needs a clean `git
+status` of params.yaml, dvc.lock and metrics/, and restores them and the DVC outputs
+afterwards).
 """
 
 from __future__ import annotations
@@ -91,6 +101,24 @@ def doc_files(root: Path = ROOT) -> list[Path]:
     return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
 
 
+def value_files(root: Path = ROOT) -> list[Path]:
+    """The files whose marked values `--write` regenerates (pipeline/report/doc_values.py):
+    the docs and benchmarks/README.md."""
+    return [*doc_files(root), root / "benchmarks" / "README.md"]
+
+
+def write_values(root: Path = ROOT) -> None:
+    """Recompute every marked value of `value_files`."""
+    from pipeline.report.doc_values import rewrite
+
+    for path in value_files(root):
+        text = path.read_text(encoding="utf-8")
+        new = rewrite(text, root)
+        if new != text:
+            io.write_text(new, path)
+            log.info("%s: values regenerated", path)
+
+
 def _marker(line: str, where: str) -> tuple[str, str | None, dict[str, str]]:
     m = _MARKER.match(line.strip())
     if not m:
@@ -148,8 +176,12 @@ def _env() -> dict[str, str]:
     return env
 
 
-def run_block(block: Block, sandbox: Path | None, root: Path = ROOT, timeout: int = 900) -> str:
-    """Run a bash or Python block from `root`; its stdout with the sandbox shown as /tmp/."""
+def execute(
+    block: Block, sandbox: Path | None, root: Path = ROOT, timeout: int = 900,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """Run a bash or Python block as written, from `root` (`/tmp/` standing for `sandbox`),
+    with the virtual environment first on PATH and `env` added; whatever its exit status."""
     text = block.text if sandbox is None else block.text.replace("/tmp/", f"{sandbox}/")
     if block.lang == "python":
         cmd = [sys.executable, "-"]
@@ -157,10 +189,15 @@ def run_block(block: Block, sandbox: Path | None, root: Path = ROOT, timeout: in
         cmd = ["bash", "-euo", "pipefail", "-s"]
     else:
         raise DocError(f"{block.where}: cannot run a {block.lang!r} block")
-    proc = subprocess.run(
-        cmd, input=text, cwd=root, env=_env(), capture_output=True, text=True, timeout=timeout,
-        check=False,
+    return subprocess.run(
+        cmd, input=text, cwd=root, env={**_env(), **(env or {})}, capture_output=True,
+        text=True, timeout=timeout, check=False,
     )  # fmt: skip
+
+
+def run_block(block: Block, sandbox: Path | None, root: Path = ROOT, timeout: int = 900) -> str:
+    """Run a bash or Python block from `root`; its stdout with the sandbox shown as /tmp/."""
+    proc = execute(block, sandbox, root, timeout)
     if proc.returncode != 0:
         raise DocError(
             f"{block.where}: the {block.kind} block {block.name!r} failed "
@@ -461,11 +498,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     paths = [p.resolve() for p in ns.files] or doc_files()
     if ns.write or ns.record:
+        write_values()
         write(paths, record=ns.record)
         return
+    from pipeline.report.doc_numbers import NOT_RESULTS, unmarked_numbers
+    from pipeline.report.doc_values import value_problems
+
     problems = unmarked(paths)
+    for path in value_files():
+        problems += value_problems(path)
     for path in paths:
         problems += output_mismatches(path, exec_outputs(path)) + stale_recordings(path)
+        problems += unmarked_numbers(path, NOT_RESULTS)
     for p in problems:
         log.error("%s", p)
     raise SystemExit(1 if problems else 0)

@@ -5,7 +5,10 @@ from a CDN, so offline every chart is empty. `.dvc/config` points `plots.html_te
 `pipeline/resources/vega/plots.html` instead: the same page with the three libraries' UMD
 builds inlined. A template without the `{scripts}` placeholder gets no CDN `<script>` tags
 (dvc-render fills only the placeholders present), and inlining (not `<script src=...>`) keeps
-the page working wherever `dvc plots show -o DIR` writes it.
+the page working wherever `dvc plots show -o DIR` writes it. A script at the end of the page
+keeps the report's charts first and folds the hundreds of per-model DVCLive curves and the
+per-method training orders into collapsed sections (`--rerender` rewrites the page around
+the builds it already inlines, after a change of `_PAGE`).
 
 The builds come from the npm packages (BSD-3-Clause, University of Washington Interactive
 Data Lab); `manifest.json` beside the template records each package's version, npm integrity
@@ -53,10 +56,36 @@ _PAGE = """<!DOCTYPE html>
         table {
             border-spacing: 15px;
         }
+        details.plot-group { margin: 1em 0; }
+        details.plot-group > summary { font: bold 15px sans-serif; cursor: pointer; }
     </style>
 </head>
 <body>
     {plot_divs}
+    <script>
+    /* The report's charts first; the per-model training curves (DVCLive, one chart per
+       file) and the per-method training orders folded into sections below them. */
+    (function () {
+      var groups = [
+        ["dvclive_", "Training curves of every fold model (DVCLive)"],
+        ["plots_order_", "Training order of every method (Ψ⁺ by tenth of training)"]
+      ];
+      var charts = Array.prototype.filter.call(document.body.children, function (e) {
+        return e.tagName === "DIV" && e.id;
+      });
+      groups.forEach(function (group) {
+        var members = charts.filter(function (d) { return d.id.indexOf(group[0]) === 0; });
+        if (!members.length) return;
+        var box = document.createElement("details");
+        box.className = "plot-group";
+        var title = document.createElement("summary");
+        title.textContent = group[1] + ": " + members.length + " charts";
+        box.appendChild(title);
+        members.forEach(function (d) { box.appendChild(d); });
+        document.body.appendChild(box);
+      });
+    })();
+    </script>
 </body>
 </html>
 """
@@ -101,9 +130,19 @@ def build(packages: Path) -> tuple[str, dict[str, dict[str, str]]]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("packages", type=Path, help="folder with <name>/package/ unpacked from npm")
+    ap.add_argument("packages", type=Path, nargs="?",
+                    help="folder with <name>/package/ unpacked from npm")  # fmt: skip
     ap.add_argument("--integrity", type=Path, help="JSON {name: npm integrity} to record")
+    ap.add_argument("--rerender", action="store_true",
+                    help="rewrite the page around the builds it already inlines (no npm)")
     ns = ap.parse_args(argv)
+    if ns.rerender:
+        builds = inlined(TEMPLATE.read_text(encoding="utf-8"))
+        io.write_text(render([(name, builds[name]) for name, _ in BUILDS]), TEMPLATE)
+        log.info("%s: page rewritten around the inlined builds", TEMPLATE)
+        return
+    if ns.packages is None:
+        ap.error("give the npm packages folder, or --rerender")
     template, manifest = build(ns.packages)
     if ns.integrity:
         for name, value in json.loads(ns.integrity.read_text(encoding="utf-8")).items():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.report import docs
+from pipeline.report import doc_numbers, doc_values, docs, stage_graph
 from pipeline.report.readme import embed, embed_controls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +47,53 @@ def test_experiment_commands_and_params_excerpts_are_valid(block: docs.Block) ->
 @pytest.mark.parametrize("block", TESTED_BY, ids=lambda b: b.where)
 def test_the_test_that_runs_a_command_exists(block: docs.Block) -> None:
     assert docs.tested_by_problems(block, ROOT) == []
+
+
+@pytest.mark.slow
+def test_every_marked_number_is_what_its_source_gives() -> None:
+    """Each `<!-- value NAME -->…<!-- /value -->` of the docs and benchmarks/README.md equals
+    what its source computes now (benchmarks/results, params.yaml, dvc.yaml, dvc.lock, the
+    committed `dvc exp show`)."""
+    problems = [p for path in docs.value_files(ROOT) for p in doc_values.value_problems(path)]
+    assert problems == []
+
+
+def test_no_number_about_runs_stands_unmarked_in_prose() -> None:
+    problems = [p for path in FILES for p in doc_numbers.unmarked_numbers(
+        path, doc_numbers.NOT_RESULTS)]  # fmt: skip
+    assert problems == []
+    assert doc_numbers.unused_exemptions(FILES, doc_numbers.NOT_RESULTS) == []
+
+
+def test_values_are_checked_rewritten_and_unmarked_numbers_named(tmp_path: Path) -> None:
+    path = _doc(tmp_path, (
+        "Methods: <!-- value params.methods -->3<!-- /value -->; it took 12 min.\n"
+        "| a table row: 5 min |\n```\n9 s in code\n```\n"
+    ))  # fmt: skip
+    want = doc_values.computed("params.methods", ROOT)
+    (problem,) = doc_values.value_problems(path, ROOT)
+    assert f"value 'params.methods' is '3', its source gives '{want}'" in problem
+    (unmarked,) = doc_numbers.unmarked_numbers(path, {})
+    assert unmarked.startswith("doc.md:1: '12 min' is a number about runs")
+    assert doc_numbers.unmarked_numbers(path, {"doc.md": [("it took 12 min", "dated")]}) == []
+    path.write_text(doc_values.rewrite(path.read_text(), ROOT))
+    assert doc_values.value_problems(path, ROOT) == []
+    bad = _doc(tmp_path, "<!-- value no.such -->1<!-- /value -->\n")
+    assert "unknown value 'no.such'" in doc_values.value_problems(bad, ROOT)[0]
+
+
+def test_rerun_lists_follow_the_stage_graph() -> None:
+    """What the README says a change reruns is dvc.yaml's graph: a method's λ reruns its own
+    order/train/evaluate and the report; `candidates.top_k` every stage downstream of the
+    candidates, training included (the train stage reranks)."""
+    lam = doc_values.computed("dvc.rerun.methods.penalty_irrelevant.loss.0.lambda", ROOT)
+    assert lam == ("`order@penalty_irrelevant`, `train@penalty_irrelevant`, "
+                   "`evaluate@penalty_irrelevant` and `report`")  # fmt: skip
+    top_k = doc_values.computed("dvc.rerun.candidates.top_k", ROOT)
+    assert "`train@` of every method" in top_k and "`extract`" not in top_k
+    quick = stage_graph.upstream(ROOT, doc_values.quick_targets(ROOT))
+    assert {"extract", "transfer_data", "features", "train@baseline"} <= set(quick)
+    assert not any(s.startswith("train@") and "lws" in s for s in quick)
 
 
 def test_results_table_is_the_committed_summary() -> None:

@@ -1,5 +1,7 @@
-"""Exported model cards describe their model (pipeline.models.card): method, ordering and loss
-with their settings, the data and query counts used, the fold, and what the metrics cover."""
+"""Exported model cards describe their model (pipeline.models.card): which model it is (method,
+seed, fold), method, ordering and loss with their settings, the data and query counts used,
+which files the metrics come from and what they cover, the reference rows of the same profile
+only, Hugging Face's `model-index`, and the model's real output size."""
 
 from __future__ import annotations
 
@@ -9,12 +11,18 @@ import stat
 from pathlib import Path
 
 import polars as pl
+import pytest
 import yaml
 
-from pipeline.models.card import export
+from pipeline.models.card import CardError, count, export, main
 from tests.unit.tiny_rankers import tiny_ranker
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _metrics(mrr: float, n: float, gap: float = -0.2, data: str = "d1") -> dict[str, object]:
+    return {"MRR@10": mrr, "NFaiRR@10": 0.8, "ARaB-tf@10": 0.01, "gap-mean": gap,
+            "gap-male-wins": 0.6, "n_queries": n, "profile": {"data": data}}  # fmt: skip
 
 
 def _project(root: Path) -> None:
@@ -26,10 +34,14 @@ def _project(root: Path) -> None:
     queries = {"query_id": [str(i) for i in range(8)], "fold": [0, 0, 0, 1, 1, 1, 1, 1]}
     pl.DataFrame(queries | {"split": ["test"] * 8}).write_parquet(root / "data/queries.parquet")
     (root / "metrics").mkdir()
-    for row, mrr in (("penalty_relevant", 0.5), ("bm25", 0.4)):
-        m = {"MRR@10": mrr, "NFaiRR@10": 0.8, "ARaB-tf@10": 0.01, "gap-mean": 0.1,
-             "gap-male-wins": 0.6, "n_queries": 8}  # fmt: skip
-        (root / "metrics" / f"{row}.json").write_text(json.dumps(m))
+    seed_dir = root / "eval/penalty_relevant/seed-1"
+    seed_dir.mkdir(parents=True)
+    (seed_dir / "metrics.json").write_text(json.dumps(_metrics(0.55, 8)))
+    mean = _metrics(0.5, 8.0) | {"seeds": [1, 2, 3]}  # a mean over seeds: n_queries 8.0
+    (root / "metrics/penalty_relevant.json").write_text(json.dumps(mean))
+    (root / "metrics/bm25.json").write_text(json.dumps(_metrics(0.4, 8)))
+    # a reference row from another profile (the 117-query default beside an 8-query model)
+    (root / "metrics/zero-shot.json").write_text(json.dumps(_metrics(0.9, 117, data="d0")))
     model = tiny_ranker("bi_encoder", train_layers=1).save(
         root / "models" / "penalty_relevant" / "seed-1" / "fold-1"
     )  # the default's train.seeds [1, 2, 3]: the first seed's models are kept
@@ -42,15 +54,64 @@ def test_exported_card_describes_its_model(tmp_path: Path) -> None:
     _project(tmp_path)
     out = export("penalty_relevant", 1, tmp_path / "export", root=tmp_path)
     text = (out / "README.md").read_text()
+    assert "This model: seed 1 of `train.seeds` [1, 2, 3] (only the first seed's" in text
+    assert "fold 1 of 2 (`models/penalty_relevant/seed-1/fold-1`)" in text
     training = text.split("## Training")[1].split("##")[0]
     assert "ordering: shuffle" in training and "by_query: True" in training
     assert "loss: penalty (docs: relevant, lambda: 0.25, margin: 1.0), psi: bool_abs" in training
+    assert "Training: `seed: 1, seeds: [1, 2, 3]" in training and "42" not in training
     assert "`grep-biasir` (`dataset.grep_biasir.max_queries: 8`)" in training
     assert "fold 1 of 2" in training and "trained on 3 queries, tested on 5" in training
     evaluation = text.split("## Evaluation")[1].split("## Bias")[0]
-    assert "pool all 2 fold models over 8 queries" in evaluation
-    assert "this model (fold 1) ranked 5 of them" in evaluation
-    assert "| penalty_relevant | 0.5000 |" in evaluation and "| bm25 | 0.4000 |" in evaluation
-    assert "from 8 queries with binary gender labels" in text
-    assert "117" not in text and "default data" not in text
+    assert ("`penalty_relevant, seed 1` (eval/penalty_relevant/seed-1/metrics.json): all 2 "
+            "fold models of seed 1 pooled over 8 test queries") in evaluation  # fmt: skip
+    assert "this model ranked 5 of them" in evaluation
+    assert "`penalty_relevant, mean of 3 seeds` (metrics/penalty_relevant.json)" in evaluation
+    assert "| penalty_relevant, seed 1 | 0.5500 |" in evaluation
+    assert "| penalty_relevant, mean of 3 seeds | 0.5000 |" in evaluation
+    assert "| bm25 | 0.4000 |" in evaluation
+    assert "| zero-shot |" not in evaluation  # another profile: left out, and said so
+    assert "`zero-shot` is left out: `metrics/zero-shot.json` comes from another profile " \
+        "(profile.data d0, 117 queries, this model's: profile.data d1, 8 queries)" in evaluation
+    risks = text.split("## Bias, risks and limitations")[1]
+    assert "ranks 0.20 places below the female version" in risks
+    assert "from 8 queries with binary gender labels" in risks
+    assert "8.0" not in text and "default data" not in text
     assert (out / "model.safetensors.index.json").is_file()  # the model came along
+
+
+def test_card_front_matter_has_a_model_index_and_the_real_output_size(tmp_path: Path) -> None:
+    _project(tmp_path)
+    out = export("penalty_relevant", 1, tmp_path / "export", root=tmp_path)
+    text = (out / "README.md").read_text()
+    meta = yaml.safe_load(text.split("---\n")[1])
+    (entry,) = meta["model-index"]
+    assert entry["name"] == "penalty_relevant-seed-1-fold-1"
+    (result,) = entry["results"]
+    assert result["dataset"] == {"name": "Grep-BiasIR", "type": "grep-biasir",
+                                 "split": "test folds of 2-fold cross-validation (8 queries)"}
+    assert {"type": "mrr_at_10", "name": "MRR@10", "value": 0.55} in result["metrics"]
+    assert "eval/penalty_relevant/seed-1/metrics.json" in result["source"]["name"]
+    hidden = json.loads((out / "config.json").read_text())["hidden_size"]
+    assert f"Output: one {hidden}-dimensional embedding per text." in text
+    config = json.loads(text.split("```json")[1].split("```")[0])
+    assert "dim" not in config and config["similarity"] == "cosine"  # late interaction's key
+
+
+def test_an_unkept_seed_fails_with_one_line_that_says_why_and_how(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()  # saving the model drew a progress bar
+    assert main(["penalty_relevant", "--fold", "1", "--seed", "2", "--out", "x"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "only the first seed's models are kept" in err
+    assert "dvc exp run -S train.keep_models=all train@penalty_relevant" in err
+    with pytest.raises(CardError, match=r"trained with the seeds \[1, 2, 3\]"):
+        export("penalty_relevant", 1, tmp_path / "e", root=tmp_path, seed=7)
+    assert not (tmp_path / "x").exists()
+
+
+def test_counts_are_written_as_counts() -> None:
+    assert (count(117.0), count(117), count(7.5)) == ("117", "117", "7.5")

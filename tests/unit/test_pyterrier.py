@@ -95,3 +95,39 @@ def test_missing_text_column_names_the_fix(model_dir: Path) -> None:
     frame = _frame().drop(columns="text")
     with pytest.raises(pt.validate.InputValidationError, match="get_text"):
         RankerTransformer(model_dir).transform(frame)
+
+
+@pytest.mark.slow
+def test_project_tables_in_pyterrier_names_feed_an_experiment(tmp_path: Path) -> None:
+    """topics/qrels/results give `qid, query`, `qid, docno, label` and `qid, docno, score,
+    rank` (0-based), and `pt.Experiment` scores a run read from either file format exactly
+    as the project's own metric suite does, without Java."""
+    import ir_measures
+    import polars as pl
+
+    from pipeline import io, measures
+    from pipeline.data.grep_biasir import load_grep_biasir
+    from pipeline.pyterrier import qrels, results, topics
+    from pipeline.retrieval.bm25 import bm25_topk
+
+    g = load_grep_biasir()
+    g.queries.with_columns(split=pl.lit("test")).write_parquet(tmp_path / "queries.parquet")
+    io.write_trec_qrels(g.qrels, tmp_path / "qrels.trec")
+    run = bm25_topk(g.corpus, g.queries, k=20)
+    run = run.with_columns(pl.col("score") - pl.col("rank") * 1e-3)  # no ties: any tool agrees
+    run.write_parquet(tmp_path / "run.parquet")
+    io.write_trec_run(run, tmp_path / "run.trec", tag="bm25")
+    t, q = topics(tmp_path / "queries.parquet"), qrels(tmp_path / "qrels.trec")
+    assert list(t.columns) == ["qid", "query"] and len(t) == g.queries.height
+    assert list(q.columns) == ["qid", "docno", "label"] and q["label"].dtype == "int64"
+    frames = [results(tmp_path / "run.parquet"), results(tmp_path / "run.trec")]
+    assert list(frames[0].columns) == ["qid", "docno", "score", "rank"]
+    assert frames[0].groupby("qid")["rank"].min().eq(0).all()
+    wanted = [ir_measures.RR @ 10, ir_measures.nDCG @ 10]
+    systems = [pt.Transformer.from_df(f) for f in frames]
+    table = pt.Experiment(systems, t, q, wanted, names=["parquet", "trec"])
+    ours = measures.compute(run, g.qrels, measures.Collection.from_corpus(g.corpus))[0]
+    for _, row in table.iterrows():
+        assert row["RR@10"] == pytest.approx(ours["MRR@10"], abs=1e-12)
+        assert row["nDCG@10"] == pytest.approx(ours["nDCG@10"], abs=1e-12)
+    assert not pt.java.started()

@@ -108,7 +108,8 @@ def test_build_report_writes_tables_and_figures(eval_dir: Path, tmp_path: Path) 
     summary = pl.read_csv(tmp_path / "metrics" / "summary.csv")
     assert summary["method"].to_list() == methods and "n_queries" in summary.columns
     points = pl.read_csv(tmp_path / "plots" / "report" / "tradeoff.csv")
-    assert points.columns == ["method", "MRR@10", "NFaiRR@10", "ARaB-tf-abs@10"]
+    assert points.columns == ["method", "MRR@10", "NFaiRR@10", "ARaB-tf-abs@10", "family"]
+    assert set(points.filter(pl.col("method") == "bm25")["family"]) == {"reference"}
     assert points["method"].to_list() == methods
 
 
@@ -127,24 +128,35 @@ def test_tradeoff_frame_fills_missing_metrics_with_null() -> None:
     assert frame["NFaiRR@10"].null_count() == 2
 
 
-def test_dvc_template_draws_labelled_points() -> None:
+def test_dvc_template_colours_by_family_and_labels_the_baseline_and_references() -> None:
+    """The HTML trade-off template (.dvc/plots/scatter_labelled.json): filled by DVC with no
+    anchor left; points coloured by `family`; text only for the baseline and the reference
+    rows (no overlapping labels); axes on the trained methods, a reference outside them
+    clamped to the edge and marked as off the axes."""
     from dvc_render.vega import VegaRenderer
 
     rows = [
-        {"method": "baseline", "MRR@10": "0.69", "NFaiRR@10": "0.75", "rev": "workspace"},
-        {"method": "bm25", "MRR@10": "0.82", "NFaiRR@10": "0.85", "rev": "workspace"},
-    ]
+        {"method": "baseline", "MRR@10": "0.69", "NFaiRR@10": "0.75", "rev": "workspace",
+         "family": "margin"},
+        {"method": "penalty_relevant", "MRR@10": "0.70", "NFaiRR@10": "0.78", "rev": "workspace",
+         "family": "pairwise"},
+        {"method": "bm25", "MRR@10": "0.52", "NFaiRR@10": "0.85", "rev": "workspace",
+         "family": "reference"},
+    ]  # fmt: skip
     renderer = VegaRenderer(
         rows, "tradeoff", template=str(TEMPLATE), x="MRR@10", y="NFaiRR@10",
         x_label="MRR@10 ↑", y_label="NFaiRR@10 ↑ fairer",
     )  # fmt: skip
     spec = renderer.get_filled_template()
     text = json.dumps(spec, ensure_ascii=False)
-    assert "<DVC_METRIC" not in text
-    assert spec["encoding"]["x"]["field"] == "MRR@10"
+    assert "<DVC_METRIC" not in text and "toNumber(datum['MRR@10'])" in text
+    assert spec["encoding"]["x"]["field"] == "x_shown"
     assert spec["encoding"]["y"]["title"] == "NFaiRR@10 ↑ fairer"
-    labels = [layer for layer in spec["layer"] if layer["mark"]["type"] == "text"]
-    assert labels and all(layer["encoding"]["text"]["field"] == "method" for layer in labels)
+    points, labels = spec["layer"]
+    assert points["encoding"]["color"]["field"] == "family"
+    assert labels["encoding"]["text"]["field"] == "label"
+    label = next(t["calculate"] for t in spec["transform"] if t.get("as") == "label")
+    assert "datum.family == 'reference' || datum.method == 'baseline'" in label
     assert spec["data"]["values"][0]["method"] == "baseline"
 
 

@@ -7,17 +7,14 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.text import Text
 
+from pipeline.report.family_figures import method_families, tradeoff_figure, training_figure
 from pipeline.report.plots import (
     axis_label,
     bucket_probability_figure,
     param_label,
     save_png,
     sweep_figure,
-    tradeoff_figure,
-    training_figure,
 )
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -44,34 +41,71 @@ def test_axis_label_names_the_direction(metric: str, label: str) -> None:
     assert axis_label(metric) == label
 
 
-def test_tradeoff_scatter_labels_every_point(tmp_path: Path) -> None:
-    names = ["bm25", "baseline", "penalty_irrelevant", "penalty_relevant", "reward_both"]
-    points = pl.DataFrame(
-        {
-            "method": names,
-            "MRR@10": [0.82, 0.69, 0.691, 0.70, 0.68],
-            "NFaiRR@10": [0.85, 0.751, 0.752, 0.76, None],  # the null row is left out
-        }
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _default_methods() -> dict[str, dict[str, object]]:
+    import yaml
+
+    methods: dict[str, dict[str, object]] = yaml.safe_load((ROOT / "params.yaml").read_text())[
+        "methods"
+    ]
+    return methods
+
+
+def test_every_default_method_has_a_family_and_controls_sit_with_their_method() -> None:
+    fam = method_families(_default_methods())
+    assert len(set(fam.values())) <= 6
+    for control, method in (("neutral_only_size", "neutral_only"), ("advbert_w10", "advbert"),
+                            ("equalizeir_alpha0", "equalizeir"), ("shuffle_mixed", "baseline"),
+                            ("curriculum_low_high_nobucket", "curriculum_low_high"),
+                            ("pointwise_reward_both", "pointwise_penalty_relevant")):  # fmt: skip
+        assert fam[control] == fam[method], control
+    assert fam["penalty_relevant"] != fam["pointwise_penalty_relevant"]
+
+
+def test_tradeoff_small_multiples_legend_each_family_and_keep_references_off_the_axes(
+    tmp_path: Path,
+) -> None:
+    """One panel per family; no text in the data (nothing to overlap), a legend per panel
+    with its methods, the baseline and the reference rows; the axes span the trained
+    methods, and bm25 far from them is drawn on the edge with its values in the legend."""
+    methods = _default_methods()
+    fam = method_families(methods)
+    names = ["bm25", "zero-shot", *methods]
+    mrr = [0.75, 0.906, *(0.88 + 0.001 * i for i in range(len(methods)))]
+    fair = [0.68, 0.701, *(0.69 + 0.002 * i for i in range(len(methods)))]
+    points = pl.DataFrame({"method": names, "MRR@10": mrr, "NFaiRR@10": fair})
+    fig = tradeoff_figure(points, "MRR@10", "NFaiRR@10", baseline="baseline",
+                          reference=["bm25", "zero-shot"], families=fam)  # fmt: skip
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == list(
+        dict.fromkeys(f for m, f in fam.items() if m != "baseline")
     )
-    fig = tradeoff_figure(points, "MRR@10", "NFaiRR@10", baseline="baseline", reference=["bm25"])
-    ax = fig.axes[0]
-    assert sorted(t.get_text() for t in ax.texts) == sorted(names[:4])
-    assert ax.get_xlabel() == "MRR@10 ↑" and ax.get_ylabel() == "NFaiRR@10 ↑ fairer"
-    renderer = FigureCanvasAgg(fig).get_renderer()
-    for t in ax.texts:
-        t.update_positions(renderer)  # type: ignore[attr-defined]
-    boxes = [Text.get_window_extent(t, renderer) for t in ax.texts]  # text only, no leader
-    overlapping = [(i, j) for i in range(4) for j in range(i) if boxes[i].overlaps(boxes[j])]
-    assert overlapping == []
+    for ax in panels:
+        assert len(ax.texts) == 0
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        members = [m for m, f in fam.items() if f == ax.get_title() and m != "baseline"]
+        assert labels[: len(members)] == members and "baseline" in labels
+        assert "bm25 (0.750, 0.680; off the axes)" in labels and "zero-shot" in labels
+        assert ax.get_xlim()[0] > 0.75 and ax.get_xlabel() == "MRR@10 ↑"
     save_png(fig, tmp_path / "out" / "tradeoff.png")
     _png(tmp_path / "out" / "tradeoff.png")
 
 
-def test_training_figure_one_line_per_method(tmp_path: Path) -> None:
+def test_training_figure_one_panel_per_family_and_a_log_axis_for_a_dwarfing_loss(
+    tmp_path: Path,
+) -> None:
     curve = pl.DataFrame({"step": [5, 10, 15], "loss": [1.0, 0.8, 0.7], "lr": [1e-5, 2e-5, 1e-5]})
-    fig = training_figure({"baseline": curve, "other": curve.with_columns(pl.col("loss") + 0.3)})
-    loss_ax = fig.axes[0]
-    assert [line.get_label() for line in loss_ax.get_lines()] == ["baseline", "other"]
+    curves = {"baseline": curve, "other": curve.with_columns(pl.col("loss") + 0.3),
+              "adv": curve.with_columns(pl.col("loss") * 10)}  # fmt: skip
+    fam = {"baseline": "margin", "other": "margin", "adv": "adversarial"}
+    fig = training_figure(curves, {**fam, "other": "adversarial"})
+    margin, adversarial, lr = (ax for ax in fig.axes if ax.get_visible())
+    assert [line.get_label() for line in margin.get_lines()] == ["baseline"]
+    assert [line.get_label() for line in adversarial.get_lines()] == ["other", "adv"]
+    assert adversarial.get_yscale() == "log" and margin.get_yscale() == "linear"
+    assert [t.get_text() for t in lr.get_legend().get_texts()] == ["baseline, other, adv"]
     save_png(fig, tmp_path / "training.png")
     _png(tmp_path / "training.png")
 
@@ -115,21 +149,30 @@ def test_sweep_figure_numeric_and_categorical_axes(tmp_path: Path) -> None:
     assert ticks == ["5", "10", "all"]
 
 
-def test_tradeoff_labels_of_a_tight_cluster_do_not_overlap() -> None:
-    """24 points within 0.01 of each other (the default run's cluster): every label stands
-    in the column right of the axes, and no two overlap."""
-    names = [f"method_{i:02d}" for i in range(24)]
-    points = pl.DataFrame(
-        {"method": names, "MRR@10": [0.92 + 0.0004 * (i % 5) for i in range(24)],
-         "NFaiRR@10": [0.77 + 0.0004 * i for i in range(24)]}
-    )
-    fig = tradeoff_figure(points, "MRR@10", "NFaiRR@10", baseline="method_00")
+def test_sweep_figure_with_the_default_methods_draws_the_unswept_ones_as_one_band(
+    tmp_path: Path,
+) -> None:
+    """A λ sweep of one method beside every other method of the default params.yaml: the
+    methods with one value (or none) of the parameter become one grey band and the baseline
+    one dashed line, whatever their number (15 unswept methods once broke the grey shades)."""
+    methods = list(_default_methods())
+    assert len(methods) > 20
+    rows = [("penalty_irrelevant", lam, 0.9 - lam / 10) for lam in (0.05, 0.1, 0.25, 0.5)]
+    flat_methods = ["baseline", *methods[-2:]]  # methods without a λ
+    single = [m for m in methods if m not in flat_methods and m != "penalty_irrelevant"]
+    rows += [(m, 1.0, 0.85 + i / 1000) for i, m in enumerate(single)]  # one λ: not swept
+    frame = pl.DataFrame(rows, schema=["method", "x_num", "MRR@10"], orient="row")
+    frame = frame.with_columns(pl.col("x_num").map_elements(lambda v: f"{v:g}", pl.Utf8).alias("x"))
+    flat = pl.DataFrame({"method": flat_methods, "MRR@10": [0.9, 0.88, 0.87]})
+    fig = sweep_figure(frame, ["MRR@10"], "methods.*.lambda", flat=flat, logx=True)
+    save_png(fig, tmp_path / "lambda.png")
+    _png(tmp_path / "lambda.png")
     ax = fig.axes[0]
-    renderer = FigureCanvasAgg(fig).get_renderer()
-    for t in ax.texts:
-        t.update_positions(renderer)  # type: ignore[attr-defined]
-    boxes = [Text.get_window_extent(t, renderer) for t in ax.texts]
-    assert len(boxes) == 24
-    assert not [(i, j) for i in range(24) for j in range(i) if boxes[i].overlaps(boxes[j])]
-    right = ax.get_window_extent(renderer).x1
-    assert all(b.x0 > right for b in boxes)  # outside the data
+    assert [line.get_label() for line in ax.get_lines()] == [
+        "penalty_irrelevant", "baseline (not swept)"
+    ]  # fmt: skip
+    legend = fig.legends[0]
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "penalty_irrelevant", "baseline (not swept)",
+        f"{len(methods) - 2} other methods, not swept (their range)",
+    ]  # fmt: skip

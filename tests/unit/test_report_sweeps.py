@@ -150,3 +150,49 @@ def test_cli_help_and_bad_input(tmp_path: Path) -> None:
     bad.write_text('{"not": "a list"}')
     assert main([str(bad), "--out-dir", str(tmp_path / "o")]) == 1
     assert main([str(tmp_path / "missing.json")]) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args",
+    [["--out-dir", "plots/sweeps", "--logx"], ["--param", "methods.*.lambda", "--logx"]],
+    ids=["README", "adding-a-method"],
+)
+def test_the_documented_sweep_commands_draw_the_default_methods(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's and docs/adding-a-method.md's `python -m stages.sweeps exps.json …` on the
+    committed default's `dvc exp show --json` (every method of params.yaml) with three λ
+    experiments of one method added: one line for that method, the others as references
+    (their grey shades once passed 1 beyond 4 unswept methods: exit 1)."""
+    import copy
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    show = subprocess.run([sys.executable, "-m", "dvc", "exp", "show", "-n", "0", "--json"],
+                          cwd=root, capture_output=True, text=True, check=True)  # fmt: skip
+    (workspace,) = json.loads(show.stdout)  # the committed default, as the workspace holds it
+    head = copy.deepcopy(workspace)
+    head.update(rev="h" * 40, name="main")
+    head["data"]["rev"] = head["rev"]
+    doc = [workspace, head]
+    runs = []
+    for i, lam in enumerate((0.05, 0.1, 0.25)):
+        state = copy.deepcopy(head)
+        state.update(rev=f"{i}" * 40, name=f"lam{lam}", experiments=None)
+        data = state["data"]
+        data["rev"] = state["rev"]
+        params = data["params"]["params.yaml"]["data"]
+        params["methods"]["penalty_irrelevant"]["lambda"] = lam
+        metrics = data["metrics"]["metrics/penalty_irrelevant.json"]["data"]
+        metrics["MRR@10"] = metrics["MRR@10"] - lam / 10
+        runs.append(_range(state, None))
+    head["experiments"] = runs
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "exps.json").write_text(json.dumps(doc))
+    assert main(["exps.json", *args]) == 0
+    frame = pl.read_csv(tmp_path / "plots/sweeps/lambda.csv")
+    methods = set(head["data"]["params"]["params.yaml"]["data"]["methods"])
+    assert set(frame["method"]) <= methods and len(methods) > 20
+    assert (tmp_path / "plots/sweeps/lambda.png").stat().st_size > 1000

@@ -75,3 +75,31 @@ def test_a_query_is_the_mean_over_the_fold_models() -> None:
         assert per_query[key][0] == pytest.approx(expected), key
     assert one[0]["gap-mean"][0] < 0 < one[1]["gap-mean"][0]  # female first: negative gap
     assert agg["gap-male-wins"] == pytest.approx(0.5)
+
+
+def test_transfer_max_queries_keeps_the_first_questions_and_their_documents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`dataset.genderbias_qa.max_queries: N` (small profiles): the transfer_data stage writes
+    the first N question ids, only the documents they judge, and candidates over those
+    documents."""
+    import yaml
+
+    from stages import transfer_data
+
+    root = Path(__file__).resolve().parents[2]
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    params["dataset"]["genderbias_qa"]["max_queries"] = 3
+    for key in ("wordlist_specific", "wordlist_representative"):  # paths from the repository
+        params["score"][key] = str(root / params["score"][key])
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    monkeypatch.chdir(tmp_path)
+    transfer_data.main([])
+    queries = pl.read_parquet(tmp_path / "data/transfer/queries.parquet")
+    corpus = pl.read_parquet(tmp_path / "data/transfer/corpus.parquet")
+    cands = pl.read_parquet(tmp_path / "data/transfer/candidates.parquet")
+    full = load_genderbias_qa()
+    assert queries["query_id"].to_list() == sorted(full.queries["query_id"].to_list())[:3]
+    assert corpus.height == 12  # two female- and two male-leaning answers per question
+    assert set(cands["query_id"]) == set(queries["query_id"])
+    assert set(cands["doc_id"]) <= set(corpus["doc_id"])

@@ -1,0 +1,115 @@
+"""Which profile a metrics file comes from: digests of the params that produced it.
+
+A targeted experiment (the README's quick profile: `dvc exp run … evaluate@baseline …`)
+rewrites only its targets' `metrics/<method>.json`; the other methods' files stay from the
+last full run, and `dvc metrics show` lists them side by side. So every evaluate stage
+records, under `profile`, short digests of the params sections its numbers depend on:
+
+- `profile.data`: `dataset`, `score`, `candidates`, `transfer`, `evaluate` (every row);
+- `profile.model`: `model` (`zero-shot` and every trained method);
+- `profile.train`: `train` without the keys that only set how it runs (threads, worker
+  processes, device, checkpoints, logging, which models are kept) (trained methods).
+
+Rows whose digests differ come from different params: `dvc metrics show` prints them as the
+columns `profile.data`, `profile.model`, `profile.train`, and `python -m pipeline.profile`
+lists every metrics file against the workspace's params.yaml, marking the stale ones. The
+evaluate stages declare these sections as DVC params, so a digest is never older than the
+numbers beside it: whatever changes it reruns the stage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+log = logging.getLogger(__name__)
+
+DATA = ("dataset", "score", "candidates", "transfer", "evaluate")
+RUNTIME = ("threads", "workers", "device", "checkpoint_every", "log_every", "keep_models")
+"""`train` keys that change how training runs, not what it computes."""
+
+
+def digest(tree: Mapping[str, Any], sections: Sequence[str], drop: Sequence[str] = ()) -> str:
+    """12 hex digits of the params `sections` (each without the keys `drop`)."""
+    part = {s: _without(tree.get(s), drop) for s in sections}
+    text = json.dumps(part, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _without(section: Any, drop: Sequence[str]) -> Any:
+    if not isinstance(section, dict):
+        return section
+    return {k: v for k, v in section.items() if k not in drop}
+
+
+def profile(tree: Mapping[str, Any], model: bool, train: bool) -> dict[str, str]:
+    """The `profile` of a metrics file: `data` always; `model` for a row a model ranked;
+    `train` for a trained method."""
+    out = {"data": digest(tree, DATA)}
+    if model:
+        out["model"] = digest(tree, ("model",))
+    if train:
+        out["train"] = digest(tree, ("train",), RUNTIME)
+    return out
+
+
+def read_tree(path: str | Path = "params.yaml") -> dict[str, Any]:
+    tree = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(tree, dict):
+        raise ValueError(f"{path}: expected a YAML mapping of params sections")
+    return tree
+
+
+def stale(recorded: Mapping[str, Any], current: Mapping[str, str]) -> list[str]:
+    """The parts of `current` whose digest `recorded["profile"]` lacks or differs from."""
+    mine = recorded.get("profile")
+    mine = mine if isinstance(mine, Mapping) else {}
+    return [k for k, v in current.items() if mine.get(k) != v]
+
+
+def listing(root: Path = Path(".")) -> tuple[list[str], int]:
+    """One line per `metrics/<row>.json` of the params' rows: fresh, or stale and why;
+    and the number of stale rows."""
+    tree = read_tree(root / "params.yaml")
+    rows = [("bm25", False, False), ("zero-shot", True, False)]
+    rows += [(m, True, True) for m in tree.get("methods", {})]
+    lines, n_stale = [], 0
+    for name, model, train in rows:
+        path = root / "metrics" / f"{name}.json"
+        rel = path.relative_to(root).as_posix()
+        if not path.is_file():
+            lines.append(f"missing  {rel}")
+            n_stale += 1
+            continue
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        parts = stale(recorded, profile(tree, model, train))
+        n_stale += bool(parts)
+        why = ", ".join(f"profile.{p}" for p in parts)
+        lines.append(f"stale    {rel}  ({why}: not params.yaml's)" if parts else f"current  {rel}")
+    return lines, n_stale
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m pipeline.profile", description=__doc__.split("\n\n")[0]
+    )
+    ap.add_argument("--repo", type=Path, default=Path("."), help="the repository (default: here)")
+    ns = ap.parse_args(argv)
+    lines, n_stale = listing(ns.repo)
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
+    sys.stdout.write(f"{n_stale} of {len(lines)} metrics files do not come from params.yaml; "
+                     "`dvc repro` updates them\n" if n_stale else
+                     f"all {len(lines)} metrics files come from params.yaml\n")  # fmt: skip
+    return 1 if n_stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

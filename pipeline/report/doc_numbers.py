@@ -1,0 +1,120 @@
+"""Numbers in the docs' prose that no value marker covers (pipeline/report/doc_values.py):
+a number with a unit of runs, sizes, counts or times stands in prose only as a generated
+value, or in `NOT_RESULTS` with why it stays typed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+from pipeline.report.doc_values import VALUE
+
+NUMBER = re.compile(
+    r"(?<![\w.@/=-])(\d[\d,.]*\d|\d)\s?(%|min\b|minutes?\b|s\b|h\b|MB|GB|MiB|GiB|KB|kB|stages?\b"
+    r"|methods?\b|seeds?\b|folds?\b|quer(?:y|ies)\b|models?\b|columns\b|files\b|tests\b|×"
+    r"|documents\b|triples\b|passages\b|steps\b|questions\b|pairs\b)"
+)
+"""A number with a unit of runs, sizes, counts or times."""
+
+
+def prose_lines(text: str) -> Iterator[tuple[int, str]]:
+    """`(line number, line)` of prose: not in a fenced block, a table row or the generated
+    results block, with marked values and HTML comments removed."""
+    fenced = results = False
+    for i, line in enumerate(text.split("\n"), start=1):
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fenced = not fenced
+            continue
+        if "<!-- results:start -->" in line:
+            results = True
+        if "<!-- results:end -->" in line:
+            results = False
+            continue
+        if fenced or results or stripped.startswith("|"):
+            continue
+        yield i, re.sub(r"<!--.*?-->", "", VALUE.sub("", line))
+
+
+def unused_exemptions(paths: Sequence[Path], exempt: Mapping[str, Sequence[tuple[str, str]]]
+                      ) -> list[str]:  # fmt: skip
+    """Exemptions whose text no longer stands on a prose line with a number of its own."""
+    lines = {p.name: [line for _, line in prose_lines(p.read_text(encoding="utf-8"))]
+             for p in paths}  # fmt: skip
+    return [f"NOT_RESULTS[{name!r}]: {snippet!r} is on no prose line with a number (remove it)"
+            for name, entries in exempt.items() for snippet, _ in entries
+            if not any(snippet in line and NUMBER.search(snippet) for line in lines.get(name, []))
+            ]  # fmt: skip
+
+
+def unmarked_numbers(path: Path, exempt: Mapping[str, Sequence[tuple[str, str]]]) -> list[str]:
+    """One message per number with a unit in `path`'s prose that is neither a marked value
+    nor exempt (`exempt[file name]`: `(text on its line, why)`)."""
+    allowed = exempt.get(path.name, ())
+    problems = []
+    for i, line in prose_lines(path.read_text(encoding="utf-8")):
+        for m in NUMBER.finditer(line):
+            if any(snippet in line and m.group(0) in snippet for snippet, _ in allowed):
+                continue
+            problems.append(
+                f"{path.name}:{i}: {m.group(0)!r} is a number about runs, sizes, counts or "
+                "times: generate it (`<!-- value NAME -->…<!-- /value -->`, "
+                "pipeline/report/doc_values.py) or list it in NOT_RESULTS with why"
+            )
+    return problems
+
+
+DATED = "a dated record: what was measured or concluded then, not regenerated"
+NOT_RESULTS: dict[str, list[tuple[str, str]]] = {
+    "README.md": [
+        ("cost ~10 s of start-up each", DATED + " (the rerank stages before issue 21)"),
+        ("of 17–18% of the female/male documents", "a fact of the shipped data (decisions.md)"),
+    ],
+    "decisions.md": [
+        ("0.0973 ± 0.0017 over 3 seeds", DATED + " (until 2026-11-26)"),
+        ("neutral version first on 61% of the queries instead of", DATED + " (lr 6e-4 run)"),
+        ("78%; 3 seeds, 5 folds, 2026-11-26", DATED + " (lr 6e-4 run)"),
+        ("(default run of 2026-11-26: 3 seeds × 2 folds, 117 queries)",
+         DATED + ": the interpretation of that run; re-read it after a new default run"),
+        ("27 methods compared", DATED + ": the run in the section's title"),
+        ("ranks the neutral version first less often (65%", DATED),
+        ("vs 75% of queries, sign test", DATED),
+        ("ranks the neutral version first on 51% of the queries instead of 75%", DATED),
+        ("last logged batch of seed 1 fold 0", DATED),
+        ("(one trained layer, ~58 queries per", DATED),
+        ("difference on any headline metric (with 2 folds", DATED),
+        ("default moved to 3 seeds × 2 folds", DATED + " (2026-11-25)"),
+        ("Grep-BiasIR triples (1,218 triples", DATED + " (2026-11-25)"),
+        ("45% of the positives have", DATED + " (2026-11-25)"),
+        ("(2.7×): buckets 0–6", DATED + " (2026-11-25)"),
+        ("drawn together in random order for about 80% of", DATED + " (2026-11-25)"),
+        ("the last 20% of steps", DATED + " (2026-11-25)"),
+        ("0.93 → 0.20 (4.6×) and the neutral 45%", DATED + " (2026-11-25)"),
+        ("Target (issue 21): the README's first command in ≤ 40 minutes", "issue 21's target"),
+        ("With 5 folds", "the alternative the default did not take (5 folds)"),
+        ("they would train 5 models per seed", "the alternative the default did not take"),
+        ("default from 40 to 25.9 min (2026-11-25)", DATED),
+    ],
+    "dependencies.md": [
+        ("Installs from wheels in about 10 s", DATED + " (installing python-terrier)"),
+        ("adds about 80 MB", DATED + " (installing python-terrier)"),
+        ("20 s), then `bash scripts/setup.sh`", DATED + " (running scripts/lock.sh)"),
+    ],
+    "paper-scale.md": [
+        ("estimated 35 min", "ir_datasets' own estimate"),
+        ("The 1,765 query set", "the name of a shipped query set"),
+        ("45 min and", DATED + " (benchmarks/README.md, Paper-scale rehearsal)"),
+        ("13.5 GiB peak", DATED + " (benchmarks/README.md, Paper-scale rehearsal)"),
+        ("17–18% of its F/M documents", "a fact of the shipped data (decisions.md)"),
+        ("(1,024 triples)", "arithmetic of the example: 64 batches of 16"),
+        ("a window is 0.03% of the run", "arithmetic of the example: 1,024 of 3M"),
+        ("2.4 GiB at a tenth", DATED + " (benchmarks/README.md, TREC Fair 2022 rehearsal)"),
+        ("a projected 24 GiB at full size, more than a 24 GiB machine has", DATED),
+        ("hold about 2.1M relevant articles for 50 queries", "a fact of the TREC Fair data"),
+    ],
+}
+"""Numbers with a unit that stay typed, each with why: dated records (what a run or an
+experiment showed on its date; the text says when), facts of data or tools, arithmetic of an
+example. Every other such number in prose is a marked value."""

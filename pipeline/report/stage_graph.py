@@ -1,0 +1,109 @@
+"""The stage graph of dvc.yaml, its `foreach` stages expanded over params.yaml's methods:
+what `dvc repro TARGETS` runs from an empty workspace (`upstream`) and what a change of a
+params key reruns (`reruns`), for the numbers and lists the docs generate
+(pipeline/report/doc_values.py). A stage reads another's output when one of its deps is that
+output, a file or folder inside it, or a folder holding it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@cache
+def _params(root: Path) -> dict[str, Any]:
+    out: dict[str, Any] = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
+    return out
+
+
+
+def _expand(value: Any, key: str, item: Mapping[str, Any]) -> Any:
+    if isinstance(value, str):
+        out = value.replace("${key}", key)
+        return re.sub(r"\$\{item\.(\w+)\}", lambda m: str(item.get(m.group(1), "")), out)
+    if isinstance(value, list):
+        return [_expand(v, key, item) for v in value]
+    if isinstance(value, dict):
+        return {_expand(k, key, item): _expand(v, key, item) for k, v in value.items()}
+    return value
+
+
+@cache
+def stages(root: Path) -> dict[str, dict[str, Any]]:
+    """Every stage of dvc.yaml by name (`train@baseline`), its `foreach` expanded."""
+    spec = yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    methods = _params(root)["methods"]
+    out: dict[str, dict[str, Any]] = {}
+    for name, stage in spec.items():
+        if "foreach" in stage:
+            for key, item in methods.items():
+                out[f"{name}@{key}"] = _expand(stage["do"], key, item)
+        else:
+            out[name] = stage
+    return out
+
+
+def _paths(entries: Sequence[Any]) -> list[str]:
+    return [next(iter(e)) if isinstance(e, dict) else str(e) for e in entries or []]
+
+
+def _reads(dep: str, out: str) -> bool:
+    """Whether a stage depending on `dep` reads the output `out` (a file or folder in it, or
+    a folder holding it: `report` depends on `eval`, the folder of every `eval/<method>`)."""
+    return dep == out or dep.startswith(out + "/") or out.startswith(dep + "/")
+
+
+def upstream(root: Path, targets: Sequence[str]) -> list[str]:
+    """The stages `dvc repro TARGETS` runs from an empty workspace: the targets and every
+    stage whose outputs they read, transitively."""
+    graph = stages(root)
+    producer = {out: name for name, s in graph.items() for out in _paths(s.get("outs", []))}
+    seen: list[str] = []
+    todo = list(targets)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.append(name)
+        for dep in _paths(graph[name].get("deps", [])):
+            todo += [s for out, s in producer.items() if _reads(dep, out)]
+    return seen
+
+
+def reruns(root: Path, key: str) -> list[str]:
+    """The stages a change of params key `key` reruns: those that declare it (or a section
+    holding it) and every stage downstream of their outputs (dvc.yaml's graph)."""
+    graph = stages(root)
+
+    def declares(s: Mapping[str, Any]) -> bool:
+        names = [next(iter(p)) if isinstance(p, dict) else str(p) for p in s.get("params", [])]
+        return any(key == n or key.startswith(n + ".") for n in names)
+
+    ran = [n for n, s in graph.items() if declares(s)]
+    changed = True
+    while changed:
+        outs = {o for n in ran for o in _paths(graph[n].get("outs", []))}
+        more = [n for n, s in graph.items() if n not in ran and any(
+            _reads(d, o) for d in _paths(s.get("deps", [])) for o in outs)]  # fmt: skip
+        ran += more
+        changed = bool(more)
+    return [n for n in graph if n in ran]  # in dvc.yaml's order
+
+
+def rerun_text(root: Path, key: str) -> str:
+    """`reruns` as prose: single stages by name, a `foreach` family as one `name@` entry."""
+    names, methods = reruns(root, key), list(_params(root)["methods"])
+    every = {n.split("@")[0] for n in names if "@" in n}
+    every = {f for f in every if all(f"{f}@{m}" in names for m in methods)}
+    shown = list(dict.fromkeys(n.split("@")[0] + "@" if n.split("@")[0] in every else n
+                               for n in names))  # fmt: skip
+    each = [f"`{n}`" + (" of every method" if n.endswith("@") else "") for n in shown]
+    return f"{', '.join(each[:-1])} and {each[-1]}" if len(each) > 1 else "".join(each)
+
+
