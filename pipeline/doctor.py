@@ -87,9 +87,9 @@ class Finding:
     what: str
     repair: str = ""
     fix: Callable[[], None] | None = None
+    then: Sequence[str] = ()  # a command the repair runs once DVC's lock is released
     failed: str = ""
     """Why ``fix`` failed (``--fix``), else empty."""
-    then: Sequence[str] = ()  # a command the repair runs once DVC's lock is released
 
 
 # -- 1. running DVC processes -------------------------------------------------------------

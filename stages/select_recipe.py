@@ -6,7 +6,7 @@ queries are never read (pipeline/train/select.py). Reads the pipeline's data/ ta
 and `<out>/choices.csv` (each outer fold's choice and whether params.yaml uses it).
 
     python -m stages.select_recipe --grid train.lr=1e-4,2e-4,4e-4 \\
-        --grid model.temperature=0.25,0.5,1.0 --out selection
+        --grid model.bi_encoder.temperature=0.25,0.5,1.0 --out selection
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pipeline.train.select import Tables, parse_grid, select
 from stages.common import run_stage, setup, texts, torch_threads
 
 log = logging.getLogger("stages.select_recipe")
-GRID = ["train.lr=1.0e-4,2.0e-4,4.0e-4", "model.temperature=0.25,0.5,1.0"]
+GRID = ["train.lr=1.0e-4,2.0e-4,4.0e-4", "model.bi_encoder.temperature=0.25,0.5,1.0"]
 
 
 def _args(parser: argparse.ArgumentParser) -> None:

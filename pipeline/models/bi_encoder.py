@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pipeline.config import Checked, Range
-from pipeline.models.family import Family
+from pipeline.models.family import Family, importable
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -117,7 +117,7 @@ def ranker() -> type[Ranker]:
             _write(out / "config_sentence_transformers.json",
                    {"similarity_fn_name": "cosine" if cosine else "dot"})  # fmt: skip
 
-    return BiEncoder
+    return importable(BiEncoder, __name__)
 
 
 def index(unique: list[str], ids: Sequence[str]) -> Tensor:
@@ -142,3 +142,10 @@ RECORD = Family(
     pipeline_tag="sentence-similarity",
     usage="`sentence_transformers.SentenceTransformer(path)` (cosine similarity).",
 )
+
+
+def __getattr__(name: str) -> type[Ranker]:
+    """``BiEncoder`` for pickle in a new process (``pipeline.models.family.importable``)."""
+    if name == "BiEncoder":
+        return ranker()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -51,10 +51,6 @@ def headline() -> list[str]:
 BASE_MODELS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
 DATASETS = {"grep-biasir": "Grep-BiasIR", "msmarco-passage": "MS MARCO passage",
             "trec-fair-2022": "TREC Fair 2022"}  # fmt: skip
-USED_BY = {"similarity": ("bi_encoder",), "temperature": ("bi_encoder", "late_interaction"),
-           "dim": ("late_interaction",)}  # fmt: skip
-"""`model` keys that only some families read (``ModelConfig``'s docstring): the card leaves
-them out for the others, so a bi-encoder's card does not show late interaction's ``dim``."""
 
 
 def _family(arch: str) -> Family:
@@ -99,9 +95,10 @@ def dimensions(arch: str, cfg: Mapping[str, Any], folder: Path | None) -> str | 
     return f"one {hidden}-dimensional embedding per text"
 
 
-def shown_config(arch: str, cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The `model` settings this family reads (``USED_BY``)."""
-    return {k: v for k, v in cfg.items() if arch in USED_BY.get(k, (arch,))}
+def shown_config(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The `model` settings this model was built with: the keys every family shares and its
+    family's own (``model.<arch>``; a bi-encoder's card shows no late interaction ``dim``)."""
+    return {**meta["config"], **meta.get("settings", {})}
 
 
 def _fmt(x: object) -> str:
@@ -119,7 +116,7 @@ def card(
     """The card's text. ``rows``: the evaluation table (the first is this model's);
     ``training``: how this model was trained (:func:`training_of`); ``folder``: the saved
     model (its sizes); ``notes``: lines on rows left out."""
-    cfg = meta["config"]
+    cfg = shown_config(meta)
     arch, base = str(meta["arch"]), str(meta.get("base", cfg["name"]))
     dataset = str(training.dataset.get("name")) if training else "grep-biasir"
     index = model_index(method, training, rows[0]) if rows and training else None
@@ -133,7 +130,7 @@ def card(
     ]  # fmt: skip
     dims = dimensions(arch, cfg, folder)
     lines += [f"Output: {dims}.", ""] if dims else []
-    lines += ["```json", json.dumps(shown_config(arch, cfg), indent=2), "```", ""]
+    lines += ["```json", json.dumps(cfg, indent=2), "```", ""]
     if training is not None:
         lines += training_lines(training)
     if rows and training is not None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.errors import InputError
-from pipeline.models.family import Family
+from pipeline.models.family import Family, importable
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -80,7 +80,7 @@ def ranker() -> type[Ranker]:
             }
             (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
 
-    return CrossEncoder
+    return importable(CrossEncoder, __name__)
 
 
 RECORD = Family(
@@ -94,3 +94,10 @@ RECORD = Family(
     pipeline_tag="text-ranking",
     usage="`sentence_transformers.CrossEncoder(path)` (one logit, identity activation).",
 )
+
+
+def __getattr__(name: str) -> type[Ranker]:
+    """``CrossEncoder`` for pickle in a new process (``pipeline.models.family.importable``)."""
+    if name == "CrossEncoder":
+        return ranker()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

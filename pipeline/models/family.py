@@ -8,6 +8,7 @@ records (to validate ``model.<arch>`` where params load) never imports torch.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -50,3 +51,14 @@ class Family:
     def cls(self) -> type[Ranker]:
         """The family's ranker class."""
         return self.ranker()
+
+
+def importable(cls: type[Ranker], module: str) -> type[Ranker]:
+    """``cls``, a family's ranker class made inside its ``ranker()``, named at the top level
+    of ``module`` (``pipeline.models.<arch>.<Class>``) so that pickle finds it: the DDP
+    launcher saves the model object to a file its ranks load (pipeline/train/distributed.py).
+    The family module's ``__getattr__`` calls ``ranker()`` for that name in a new process."""
+    cls.__qualname__ = cls.__name__
+    cls.__module__ = module
+    setattr(sys.modules[module], cls.__name__, cls)
+    return cls

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pipeline.config import Checked, Range
 from pipeline.models.bi_encoder import index
-from pipeline.models.family import Family
+from pipeline.models.family import Family, importable
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -132,7 +132,7 @@ def ranker() -> type[Ranker]:
         def load_files(self, path: Path) -> None:
             self.projection.weight.data.copy_(load_file(str(path / PROJECTION_FILE))["weight"])
 
-    return LateInteraction
+    return importable(LateInteraction, __name__)
 
 
 def maxsim(q: Tensor, mq: Tensor, d: Tensor, md: Tensor) -> Tensor:
@@ -160,3 +160,10 @@ RECORD = Family(
     make=_make,
     usage="`pipeline.models.registry.load_ranker(path)` (ColBERT MaxSim; see docs).",
 )
+
+
+def __getattr__(name: str) -> type[Ranker]:
+    """``LateInteraction`` for pickle in a new process (``pipeline.models.family.importable``)."""
+    if name == "LateInteraction":
+        return ranker()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

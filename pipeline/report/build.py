@@ -233,8 +233,8 @@ def build_report(
         md += transfer_markdown(transfer, baseline, reference, cutoffs, notes)
         named = pl.format("{}.{}", pl.lit(TRANSFER), "metric").alias("metric")
         cmp = pl.concat([cmp, transfer.with_columns(named)])
-    adversary = adversary_table(train_dir, method_names) if train_dir is not None else None
-    if adversary is not None and adversary.height:
+    if train_dir is not None:  # its header alone when no method trains an adversary
+        adversary = adversary_table(train_dir, method_names)
         md += adversary_markdown(adversary)
         io.write_text(adversary.write_csv(float_precision=6), out / "adversary.csv")
         written.append(out / "adversary.csv")

@@ -1,14 +1,15 @@
 """Nested selection of the training recipe on the training folds (issue 29).
 
-The default recipe (``train.lr``, ``model.temperature``; docs/decisions.md "What was tried
-for the default recipe") was tuned by looking at the test queries. Here each outer fold ``f``
-of the k-fold split (SPEC §7) picks its values from a small grid using only its own training
-queries: they are split again into ``inner_folds`` folds (stratified by category, seeded, as
-``assign_folds`` splits the collection), a model of ``method`` is trained for every grid
-point, seed and inner fold on the other inner folds' queries, and it reranks its inner
-fold's BM25 candidates (over the inner fold's documents, filled as the outer lists are).
-A point's score is the mean over seeds of ``criterion`` over all inner validation queries;
-the best point is fold ``f``'s choice. Fold ``f``'s test queries and documents are never read.
+The default recipe (``train.lr``, ``model.bi_encoder.temperature``; docs/decisions.md "What
+was tried for the default recipe") was tuned by looking at the test queries. Here each outer
+fold ``f`` of the k-fold split (SPEC §7) picks its values from a small grid using only its
+own training queries: they are split again into ``inner_folds`` folds (stratified by
+category, seeded, as ``assign_folds`` splits the collection), a model of ``method`` is
+trained for every grid point, seed and inner fold on the other inner folds' queries, and it
+reranks its inner fold's BM25 candidates (over the inner fold's documents, filled as the
+outer lists are). A point's score is the mean over seeds of ``criterion`` over all inner
+validation queries; the best point is fold ``f``'s choice. Fold ``f``'s test queries and
+documents are never read.
 
 Leak-free by construction: an inner model trains on the outer fold's triples whose query
 *and* negative document belong to its inner training queries (the BM25 negatives of the
@@ -49,8 +50,8 @@ from pipeline.train.method import train_method
 log = logging.getLogger(__name__)
 
 TUNABLE_MODEL = ("temperature", "similarity")
-"""``model`` keys a grid may vary: the ``features`` stage's cached frozen-bottom states do not
-depend on them (every ``train`` key may vary)."""
+"""A model family's keys (``model.<arch>.<key>``) a grid may vary: the ``features`` stage's
+cached frozen-bottom states do not depend on them (every ``train`` key may vary)."""
 
 
 @dataclass(frozen=True)
@@ -92,23 +93,33 @@ def _scalar(value: Any) -> Any:
 
 
 def with_values(params: Params, values: Mapping[str, Any]) -> Params:
-    """``params`` with each ``section.key`` of ``values`` replaced (validated by the
-    section's typed config); only ``train.*`` and ``model.temperature|similarity``."""
+    """``params`` with each key of ``values`` replaced (validated by its typed config): a
+    ``train.<key>``, or a model family's ``model.<arch>.temperature|similarity``."""
     out = params
     for key, value in values.items():
-        section, _, name = key.partition(".")
-        ok = section == "train" or (section == "model" and name in TUNABLE_MODEL)
-        config = getattr(out, section, None) if ok else None
+        parts = key.split(".")
+        config: Any
+        if parts[0] == "train" and len(parts) == 2:
+            config, name = out.train, parts[1]
+        elif parts[0] == "model" and len(parts) == 3 and parts[2] in TUNABLE_MODEL:
+            config, name = out.model.families.get(parts[1]), parts[2]
+        else:
+            config, name = None, ""
         if config is None or name not in {f.name for f in dataclasses.fields(config)}:
             raise InputError(
-                f"grid key {key!r}: choose a `train.<key>` or `model.{{{','.join(TUNABLE_MODEL)}}}`"
-                " (other model keys change the cached features: rerun the pipeline instead)"
+                f"grid key {key!r}: choose a `train.<key>` or a family's "
+                f"`model.<arch>.{{{','.join(TUNABLE_MODEL)}}}` (other model keys change the "
+                "cached features: rerun the pipeline instead)"
             )
         try:
             changed = dataclasses.replace(config, **{name: value})
         except ParamsError as err:
             raise InputError(f"grid key {key!r}: {err}") from err
-        out = dataclasses.replace(out, **{section: changed})
+        if parts[0] == "train":
+            out = dataclasses.replace(out, train=changed)
+        else:
+            families = {**out.model.families, parts[1]: changed}
+            out = dataclasses.replace(out, model=dataclasses.replace(out.model, families=families))
     return out
 
 

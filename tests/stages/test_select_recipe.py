@@ -17,8 +17,8 @@ pytestmark = pytest.mark.slow
 
 def test_select_recipe_scores_the_grid_per_outer_fold(tiny_repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "sel"
-    run([sys.executable, "-m", "stages.select_recipe", "--grid", "train.lr=1e-3,2e-3",
-                "--grid", "model.temperature=0.5", "--out", str(out)], tiny_repo)  # fmt: skip
+    grid = ["--grid", "train.lr=1e-3,2e-3", "--grid", "model.bi_encoder.temperature=0.5"]
+    run([sys.executable, "-m", "stages.select_recipe", *grid, "--out", str(out)], tiny_repo)
     scores = pl.read_csv(out / "scores.csv")
     choices = pl.read_csv(out / "choices.csv")
     # 2 outer folds x 2 points x one seed (the tiny profile trains one model per method)

@@ -24,7 +24,9 @@ def _commands() -> list[list[str]]:
     out = []
     for block in blocks:
         for command in block.replace("\\\n", " ").splitlines():
-            words = shlex.split(command)
+            if not command.lstrip().startswith("dvc exp run"):  # other commands' prose words
+                continue
+            words = shlex.split(command, comments=True)
             if words[:3] == ["dvc", "exp", "run"]:
                 out.append([words[i + 1] for i, w in enumerate(words) if w == "-S"])
     return out

@@ -137,7 +137,7 @@ def test_the_data_job_runs_the_shared_stages_once_per_set_they_read() -> None:
     exps = [spec.experiment(m, s, o) for m in ("baseline", "penalty_irrelevant") for s in (1, 2)
             for o in ([], ["methods.penalty_irrelevant.loss.0.lambda=0.5"])]  # fmt: skip
     stages = plan.shared_stages(ROOT, exps)
-    assert set(stages) == {"extract", "score", "candidates", "transfer_data", "features"}
+    assert set(stages) == {"params", "extract", "score", "candidates", "transfer_data", "features"}
     assert plan.prepare_sets(ROOT, stages, exps) == [[]]
     other = [*exps, spec.experiment("baseline", 1, ["candidates.top_k=20"])]
     assert plan.prepare_sets(ROOT, stages, other) == [[], ["candidates.top_k=20"]]

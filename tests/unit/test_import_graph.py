@@ -35,7 +35,8 @@ PACKAGE = ROOT / "pipeline"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(f"pipeline{'.' + u if u else ''}" for u in layer)
     for layer in (
-        ("", "errors", "paths", "progress", "timing", "coverage"),  # no project imports
+        # foundations: no project imports
+        ("", "errors", "paths", "progress", "timing", "coverage", "profile"),
         ("config", "schemas", "stats", "model_test", "ties", "dvc_cache"),  # configs, tests, …
         ("io", "plugins", "sections", "manifest"),  # I/O, plug-in discovery, sections, checksums
         ("params",),  # the typed params.yaml: reads records by name, imports no plug-in
@@ -44,6 +45,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         ("bias", "retrieval", "data", "ordering", "train.losses", "metrics", "models"),
         # what the stages run: training, reranking, evaluation of any run, provenance, audits
         ("train", "rerank", "provenance", "measures", "evaluate_run", "audit", "doctor",
+         "doctor_exp",
          "pyterrier"),
         ("report", "grid", "deps"),  # tables, plots, docs; the grid on a cluster; code deps
     )

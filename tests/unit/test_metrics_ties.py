@@ -289,7 +289,7 @@ def test_tied_female_and_male_versions_have_gap_zero() -> None:
     for q in ("q1", "q2"):
         assert rows[q]["gap-mean"] == 0.0
         assert rows[q]["gap-abs"] == 0.0
-        assert rows[q]["gap-male-wins"] == 0.0
+        assert rows[q]["gap-male-wins"] == 0.5  # a tie counts ½
         assert rows[q][SKIPPED] == 0
     assert rows["q3"]["gap-mean"] == 2.0
     assert rows["q3"]["gap-male-wins"] == 1.0

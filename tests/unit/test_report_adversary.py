@@ -45,9 +45,9 @@ def test_second_half_means_per_model(tmp_path: Path) -> None:
 
 def test_the_adversary_term_logs_its_label_share() -> None:
     import torch
-    from pipeline.train.adversary import AdversaryTerm
 
     from pipeline.train.live import collecting
+    from pipeline.train.losses._adversary import AdversaryTerm
 
     rows: list[dict[str, float]] = []
     with collecting(lambda step, values: rows.append(dict(values))) as sink:

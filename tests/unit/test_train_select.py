@@ -63,10 +63,10 @@ def test_inner_triples_never_hold_the_inner_validation_documents() -> None:
 
 
 def test_grid_values_are_parsed_and_validated() -> None:
-    grid = parse_grid(["train.lr=1e-4,2.0e-4", "model.temperature=0.5"])
-    assert grid == {"train.lr": [1e-4, 2e-4], "model.temperature": [0.5]}
-    assert points(grid) == [{"train.lr": 1e-4, "model.temperature": 0.5},
-                            {"train.lr": 2e-4, "model.temperature": 0.5}]  # fmt: skip
+    grid = parse_grid(["train.lr=1e-4,2.0e-4", "model.bi_encoder.temperature=0.5"])
+    assert grid == {"train.lr": [1e-4, 2e-4], "model.bi_encoder.temperature": [0.5]}
+    assert points(grid) == [{"train.lr": 1e-4, "model.bi_encoder.temperature": 0.5},
+                            {"train.lr": 2e-4, "model.bi_encoder.temperature": 0.5}]  # fmt: skip
     params = load_params()
     assert with_values(params, points(grid)[1]).train.lr == 2e-4
     with pytest.raises(InputError, match="cached features"):
