@@ -237,13 +237,16 @@ def git_url(root: Path, remote: str) -> str:
 
 
 def dvc_remote(root: Path, name: str | None) -> tuple[str, str]:
-    """`(name, url)` of DVC remote `name` (None: the default one)."""
-    listed = {}
-    for line in _out(dvc("remote", "list"), root).splitlines():
-        parts = line.split()
-        if len(parts) >= 2:
-            listed[parts[0]] = (parts[1], "(default)" in parts[2:])
-    default = next((n for n, (_, d) in listed.items() if d), None)
+    """`(name, url)` of DVC remote `name` (None: the default one), from `dvc config --list`
+    (every level merged; `dvc remote list` wraps a long URL over lines)."""
+    config = {}
+    for line in _out(dvc("config", "--list"), root).splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            config[key.strip()] = value.strip()
+    listed = {k.split(".")[1]: (v, False) for k, v in config.items()
+              if k.startswith("remote.") and k.endswith(".url") and k.count(".") == 2}  # fmt: skip
+    default = config.get("core.remote")
     chosen = name or default
     if chosen not in listed:
         raise GridError(

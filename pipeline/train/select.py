@@ -262,5 +262,8 @@ def choose(
 
 
 def _get(params: Params, key: str) -> Any:
-    section, _, name = key.partition(".")
-    return getattr(getattr(params, section), name)
+    """The current value of a grid key: ``train.<key>`` or ``model.<arch>.<key>``."""
+    parts = key.split(".")
+    if parts[0] == "model" and len(parts) == 3:
+        return getattr(params.model.families[parts[1]], parts[2])
+    return getattr(getattr(params, parts[0]), parts[-1])

@@ -119,7 +119,9 @@ def test_editing_a_module_stales_exactly_the_stages_holding_it(repo: Path) -> No
             assert stale == _holders(deps, module), (module, f"CODE_DEPS_SEED={SEED}")
         assert dvc.status() == {}
     assert not _holders(deps, "pipeline/deps/imports.py")
-    assert not _holders(deps, "pipeline/train/losses/poe.py")
+    # no trained method of the tiny profile uses EqualizeIR: only the `params` stage, which
+    # validates every plug-in's settings against its record, holds its file
+    assert _holders(deps, "pipeline/train/losses/poe.py") == {"params"}
     margin = _holders(deps, "pipeline/train/losses/margin.py")
     assert {s for s in margin if s.startswith("train@")} == {
         "train@baseline",

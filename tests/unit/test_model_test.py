@@ -18,7 +18,7 @@ FOLDS = np.tile(np.arange(N) % 2, (S, 1))  # the default: 2 folds, the same spli
 ALPHA = 0.05 / 27  # the report's level: Bonferroni over 27 compared methods
 RUNS = 40_000  # per case (100,000 where the rate is near nominal); fixed seeds
 # Variance components (σ²_model, σ²_query, σ²_residual) of the paired differences method −
-# baseline in the default run (3 seeds × 2 folds, 117 queries; /work/main/eval of
+# baseline in the default run (3 seeds × 2 folds, 117 queries; eval/ of the lead's reproduction of
 # 2026-11-28): `components` of each of the 27 comparisons, the median of each.
 FITTED = {
     "MRR@10": (6.818e-05, 1.2276e-04, 7.1736e-03),
