@@ -42,5 +42,8 @@ def tiny_params(tiny: Mapping[str, Any], default: Mapping[str, Any],
     out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in tiny.items()}
     wanted = named_methods(blocks, list(default["methods"]))
     out["methods"] = {m: tiny["methods"].get(m, default["methods"][m]) for m in wanted}
+    controls = {c: {**v, "of": [m for m in v.get("of", []) if m in wanted]}
+                for c, v in (tiny.get("controls") or {}).items() if c in wanted}  # fmt: skip
+    out["controls"] = {c: v for c, v in controls.items() if v["of"]}
     out["train"] = {**tiny["train"], "seeds": [1]}
     return out

@@ -58,6 +58,7 @@ def docs_repo(tiny_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     params = doc_tiny.tiny_params(tiny, default, BLOCKS)
     params["score"] = {**params["score"], "tokenizer": default["score"]["tokenizer"]}
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    run([sys.executable, "-m", "pipeline.deps", "--write"], repo)  # the kept methods' stages
     _dvc(repo, "repro", "-q")
     run(["git", "add", "-A"], repo)
     run(["git", "commit", "-qm", "the docs' tiny profile"], repo)
