@@ -68,7 +68,9 @@ def test_sigma_change_reruns_only_curriculum_stages(tiny_repo: Path, dvc: Dvc) -
     assert ran <= allowed, out.stdout
 
 
-@pytest.mark.parametrize("arch", ["cross_encoder", "late_interaction"])
+# late interaction only: the cross-encoder runs the whole pipeline in the paper profiles
+# (tests/stages/test_paper_profiles.py), and every family in tests/unit/test_model_families.py
+@pytest.mark.parametrize("arch", ["late_interaction"])
 def test_arch_change_reruns_every_model_stage_only(
     arch: str, tiny_repo: Path, tmp_path: Path, dvc: Dvc
 ) -> None:
