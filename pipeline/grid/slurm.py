@@ -91,7 +91,10 @@ def _parse(text: str, wanted: set[str]) -> dict[str, str]:
     out = {}
     for line in text.splitlines():
         key, _, state = line.strip().partition("|")
-        if key.split("_", 1)[0] in wanted and state:
+        job, _, task = key.partition("_")
+        if task.startswith("["):  # the tasks of an array not yet split (pending): 123_[0-3]
+            key = job
+        if job in wanted and state:
             out[key] = state.split()[0].rstrip("+")  # "CANCELLED by 0", "RUNNING+"
     return out
 

@@ -120,6 +120,8 @@ def test_squeue_and_sacct_lines_are_read_per_array_task() -> None:
     text = "12_0|RUNNING\n12_1|CANCELLED by 0\n13_0|PENDING\n12_2|COMPLETED+\n"
     assert slurm._parse(text, {"12"}) == {"12_0": "RUNNING", "12_1": "CANCELLED",
                                           "12_2": "COMPLETED"}  # fmt: skip
+    # squeue shows an array not yet split (pending on its data job) as one line
+    assert slurm._parse("7_[0-3]|PENDING\n8_[0]|PENDING\n", {"7"}) == {"7": "PENDING"}
 
 
 def test_without_slurm_clients_the_error_says_how_to_get_them(
