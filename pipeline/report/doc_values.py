@@ -115,7 +115,7 @@ def _grep_queries() -> int:
 def _transfer_queries(root: Path) -> int:
     from pipeline.data.genderbias_qa import load_genderbias_qa
 
-    splits = tuple(_params(root)["transfer"]["splits"])
+    splits = tuple(_params(root)["dataset"]["genderbias_qa"]["splits"])
     return int(load_genderbias_qa(splits=splits).queries.height)
 
 
