@@ -20,17 +20,18 @@ NUMBER = re.compile(
 
 
 def prose_lines(text: str) -> Iterator[tuple[int, str]]:
-    """`(line number, line)` of prose: not in a fenced block, a table row or the generated
-    results block, with marked values and HTML comments removed."""
+    """`(line number, line)` of prose: not in a fenced block, a table row or a generated
+    block (the README's results, decisions.md's controls), with marked values and HTML
+    comments removed."""
     fenced = results = False
     for i, line in enumerate(text.split("\n"), start=1):
         stripped = line.strip()
         if stripped.startswith("```"):
             fenced = not fenced
             continue
-        if "<!-- results:start -->" in line:
+        if "<!-- results:start -->" in line or "<!-- controls:start -->" in line:
             results = True
-        if "<!-- results:end -->" in line:
+        if "<!-- results:end -->" in line or "<!-- controls:end -->" in line:
             results = False
             continue
         if fenced or results or stripped.startswith("|"):
