@@ -141,7 +141,7 @@ def _conf(root: Path, host: str) -> str:
     ])  # fmt: skip
 
 
-def start(root: Path, timeout: float = 60) -> Cluster:
+def start(root: Path, timeout: float = 180) -> Cluster:  # slurmd registers late under load
     """Start munged, slurmctld and slurmd under `root`; returns once the node is idle."""
     if len(str(root / "munge" / "munge.socket")) > 100:
         raise AssertionError(f"{root}: too long a path for munge's socket (108 bytes)")
