@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import shutil
 import subprocess
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -75,8 +76,7 @@ def states(jobs: Iterable[str]) -> dict[str, str]:
     wanted = {j for j in jobs if j}
     if not wanted:
         return {}
-    proc = _client("squeue", ["--me", "-h", "-r", "--states=all", "-o", "%i|%T"], check=False)
-    found = _parse(proc.stdout if proc.returncode == 0 else "", wanted)
+    found = _parse(_squeue(), wanted)
     proc = _client("sacct", ["-n", "-P", "-X", "-o", "JobID,State", "-j", ",".join(sorted(wanted))],
                    check=False)  # fmt: skip
     if proc.returncode == 0:
@@ -85,6 +85,22 @@ def states(jobs: Iterable[str]) -> dict[str, str]:
     else:
         log.debug("sacct: %s", proc.stderr.strip())
     return found
+
+
+def _squeue(tries: int = 4) -> str:
+    """squeue's `job|state` lines. A controller that does not answer (a timeout under load)
+    is asked again; one that never answers is an error, never "no jobs": an experiment read
+    as missing would be submitted twice."""
+    args = ["--me", "-h", "-r", "--states=all", "-o", "%i|%T"]
+    for attempt in range(tries):
+        proc = _client("squeue", args, check=False)
+        if proc.returncode == 0:
+            return proc.stdout
+        log.warning("squeue failed (%s); asking again", proc.stderr.strip() or proc.returncode)
+        time.sleep(2**attempt)
+    last = proc.stderr.strip() or proc.stdout.strip()
+    raise SlurmError(f"squeue failed {tries} times, last: {last}; is slurmctld reachable "
+                     "(`scontrol ping`)?")  # fmt: skip
 
 
 def _parse(text: str, wanted: set[str]) -> dict[str, str]:

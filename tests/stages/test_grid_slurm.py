@@ -161,7 +161,9 @@ def test_the_documented_grid_runs_on_slurm_like_a_serial_run(
     grid = spec.load(lab / "grid.yaml")
 
     def settled() -> bool:
-        return all(r.state not in ("pending", "running") for r in runner.status(lab, grid))
+        return all(
+            r.state not in ("pending", "running", "missing") for r in runner.status(lab, grid)
+        )
 
     wait(settled, "the first array", cluster)
     table = run(commands[1], lab, env=env).stdout + job_logs(lab)  # status

@@ -124,6 +124,32 @@ def test_squeue_and_sacct_lines_are_read_per_array_task() -> None:
     assert slurm._parse("7_[0-3]|PENDING\n8_[0]|PENDING\n", {"7"}) == {"7": "PENDING"}
 
 
+def _fake_client(folder: Path, name: str, body: str) -> None:
+    exe = folder / name
+    exe.write_text(f"#!/bin/sh\n{body}\n")
+    exe.chmod(0o755)
+
+
+def test_a_controller_that_does_not_answer_is_asked_again_never_read_as_no_jobs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A squeue timeout once made a pending task "missing" (and `submit` would resubmit it)."""
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    monkeypatch.setattr(slurm.time, "sleep", lambda s: None)
+    count = tmp_path / "count"
+    _fake_client(
+        tmp_path,
+        "squeue",
+        f"echo x >> {count}; [ $(wc -l < {count}) -ge 2 ] || "
+        '{ echo "slurm_load_jobs error: Socket timed out" >&2; exit 1; }; echo "7_0|PENDING"',
+    )
+    _fake_client(tmp_path, "sacct", "echo 'accounting storage is disabled' >&2; exit 1")
+    assert slurm.states(["7"]) == {"7_0": "PENDING"}
+    _fake_client(tmp_path, "squeue", 'echo "slurm_load_jobs error: Socket timed out" >&2; exit 1')
+    with pytest.raises(slurm.SlurmError, match=r"squeue failed 4 times.*Socket timed out"):
+        slurm.states(["7"])
+
+
 def test_without_slurm_clients_the_error_says_how_to_get_them(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
