@@ -140,7 +140,7 @@ def show(repo: Path, exp: spec.Experiment, path: str) -> bytes:
 
 
 def test_the_documented_grid_runs_on_slurm_like_a_serial_run(
-    cluster: slurm_cluster.Cluster, tiny_repo: Path, tmp_path: Path
+    cluster: slurm_cluster.Cluster, tiny_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     setup, commands = documented()
     assert [c[:3] for c in commands[:4]] == [["python", "-m", "pipeline.grid"]] * 4
@@ -148,6 +148,8 @@ def test_the_documented_grid_runs_on_slurm_like_a_serial_run(
     lab, serial = lab_copy(tiny_repo, tmp_path / "lab"), lab_copy(tiny_repo, tmp_path / "ref")
     (tmp_path / "shared").mkdir()
     env = {k: cluster.env[k] for k in ("PATH", "SLURM_CONF")}
+    for key, value in env.items():  # this process reads the states too (`settled`)
+        monkeypatch.setenv(key, value)
     for line in setup:  # as a user types them, the shared folder in the test's own
         run(["bash", "-c", line.replace("/shared/", f"{tmp_path}/shared/")], lab)
     (lab / "grid.yaml").write_text(GRID)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -58,12 +59,12 @@ def _as_dvc_leaves_it(repo: Path, name: str) -> None:
     blob with the new file's size, times and inode, in an index written a second later."""
     from dulwich.index import Index, index_entry_from_stat
 
+    past = time.time() - 10  # the file's time well before any later index write: were they
+    os.utime(repo / name, (past, past))  # in one second, git would compare the bytes (racy)
     index = Index(str(repo / ".git" / "index"))
     entry = index[name.encode()]
     index[name.encode()] = index_entry_from_stat(os.stat(repo / name), entry.sha, entry.mode)
     index.write()
-    later = int((repo / name).stat().st_mtime) + 2
-    os.utime(repo / ".git" / "index", (later, later))
 
 
 def test_the_doctor_restores_what_a_failed_experiment_hid_from_git(tmp_path: Path) -> None:
