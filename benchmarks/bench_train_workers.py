@@ -24,7 +24,7 @@ from pipeline import io, schemas
 from pipeline.models.features import load_features
 from pipeline.params import Params, load_params
 from pipeline.train.method import train_method
-from stages.common import texts
+from stages.inputs import texts
 
 log = logging.getLogger("benchmarks.train_workers")
 

@@ -45,12 +45,18 @@ def did_you_mean(value: object, known: Iterable[object]) -> str:
 
 
 def collect(
-    package: str, path: Iterable[str], helpers: Iterable[str], kind: type[T], what: str
+    package: str,
+    path: Iterable[str],
+    helpers: Iterable[str],
+    kind: type[T],
+    what: str,
+    same_name: bool = False,
 ) -> list[tuple[str, T]]:
     """``(module, record)`` of every plug-in module of ``package`` (found on ``path``): every
     public module (not starting with ``_``) other than ``helpers``, which must define
     ``RECORD`` (one ``kind`` record) or ``RECORDS`` (a dict of them). A record's name is the
-    module's name, or the key of ``RECORDS``; the caller checks its own naming rule."""
+    module's name, or the key of ``RECORDS``; ``same_name``: a record whose ``name`` is not
+    its module's is an error (else the caller checks its own naming rule)."""
     out: list[tuple[str, T]] = []
     for module in sorted(m.name for m in pkgutil.iter_modules(path)):
         if module.startswith("_") or module in set(helpers):
@@ -65,7 +71,11 @@ def collect(
                 f"{kind.__name__}(…) (every public module there is a {what}; prefix helper "
                 "modules with '_')"
             )
-        out += [(module, r) for r in table.values()]
+        for record in table.values():
+            if same_name and getattr(record, "name", module) != module:
+                where = package.replace(".", "/")
+                raise TypeError(f"{where}/{module}.py: RECORD must be named {module!r}")
+            out.append((module, record))
     return out
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 DATA = Path("data")
 PARAMS_OK = DATA / "params.ok"
 """Written by the ``params`` stage once params.yaml is valid; every other stage depends on it."""
+CODE = DATA / "code"
+"""The code digests the ``params`` stage writes, one per stage module (`pipeline.deps.digest`)."""
 CORPUS = DATA / "corpus.parquet"
 QUERIES = DATA / "queries.parquet"
 QRELS = DATA / "qrels.parquet"

@@ -66,3 +66,30 @@ def startup_seconds() -> float | None:
     except (OSError, ValueError, IndexError):
         return None
     return max(uptime - int(fields[19]) / ticks, 0.0)  # field 22 (starttime), 0-based 19 after ")"
+
+
+_STAGE: list[tuple[Phases, str]] = []
+"""The running stage's phases and its label (``train@baseline``): one entry while it runs."""
+
+
+def stage_start() -> Phases:
+    """A new clock for the running stage, its process's start-up counted as the first phase
+    (``stages.common.setup``); :func:`stage_line` gives its line when the stage ends."""
+    phases = Phases({"start-up": startup_seconds() or 0.0})
+    _STAGE[:] = [(phases, "stage")]
+    return phases
+
+
+def stage_label(label: str) -> None:
+    """Name the running stage's clock (its arguments parsed)."""
+    if _STAGE:
+        _STAGE[0] = (_STAGE[0][0], label)
+
+
+def stage_line(reset: bool = False) -> str | None:
+    """The running stage's phase line (None before :func:`stage_start`); ``reset`` forgets
+    it (a new stage in the same process)."""
+    line = _STAGE[0][0].line(_STAGE[0][1]) if _STAGE else None
+    if reset:
+        _STAGE.clear()
+    return line

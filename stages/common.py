@@ -9,9 +9,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from pipeline import timing
 from pipeline.errors import disk_full_line, is_disk_full, is_expected
-from pipeline.params import Params, load_params
-from pipeline.timing import Phases, startup_seconds
+from pipeline.params import load_params
 
 Extra = Callable[[argparse.ArgumentParser], None]
 
@@ -19,12 +19,10 @@ Extra = Callable[[argparse.ArgumentParser], None]
 def setup(
     description: str, argv: Sequence[str] | None, method: bool = False, extra: Extra | None = None
 ) -> argparse.Namespace:
-    """Parse the stage's arguments, configure logging and load params.yaml into `ns.params`;
-    under DVC, check first that the outputs of the stages before are in its cache
-    (`pipeline.dvc_cache.guard`). `ns.clock` (pipeline.timing) times the stage's phases from
-    the process's start-up on, and `run_stage` logs them when the stage ends."""
-    global _CLOCK
-    _CLOCK = (Phases({"start-up": startup_seconds() or 0.0}), "")
+    """Parse the arguments, configure logging, load params.yaml into `ns.params`; under DVC,
+    check that earlier stages' outputs are cached (`pipeline.dvc_cache.guard`). `ns.clock`
+    (pipeline.timing) times the phases from start-up on; `run_stage` logs them at the end."""
+    clock = timing.stage_start()
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--params", default="params.yaml", help="params file (default params.yaml)")
     if method:
@@ -32,14 +30,13 @@ def setup(
     if extra:
         extra(parser)
     ns = parser.parse_args(argv)
-    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-    logging.basicConfig(level=os.environ.get("PIPELINE_LOG", "INFO"), format=fmt, stream=sys.stderr)
+    logging.basicConfig(level=os.environ.get("PIPELINE_LOG", "INFO"), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # fmt: skip
     for noisy in ("bm25s", "numba", "urllib3", "filelock", "fsspec"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    ns.params = load_params(ns.params)
+    ns.params, ns.clock = load_params(ns.params), clock
     stage = Path(sys.argv[0]).stem if argv is None else "stage"
-    _CLOCK = (_CLOCK[0], f"{stage}@{ns.method}" if method else stage)
-    ns.clock = _CLOCK[0]
+    timing.stage_label(f"{stage}@{ns.method}" if method else stage)
     if os.environ.get("DVC_STAGE"):  # run by DVC: an earlier stage's output lost on its way
         from pipeline.dvc_cache import guard  # to the cache stops the run here (issue 32)
 
@@ -48,34 +45,15 @@ def setup(
     return ns
 
 
-_CLOCK: tuple[Phases, str] | None = None
-"""The running stage's phases and its label (``train@baseline``), set by ``setup``."""
-
-
 def run_stage(main: Callable[[Sequence[str] | None], None]) -> None:
     """Run `main`; the project's own errors (`pipeline.errors`) and a full disk end with one
     clear line and exit 1; anything else (a bug, CUDA out of memory) keeps its traceback."""
-    global _CLOCK
-    _CLOCK = None
+    timing.stage_line(reset=True)
     try:
         main(None)
-        if _CLOCK is not None:
-            logging.getLogger("stages").info("%s", _CLOCK[0].line(_CLOCK[1]))
+        logging.getLogger("stages").info("%s", timing.stage_line() or "")
     except Exception as e:
         if not is_expected(e) and not is_disk_full(e):
             raise
         logging.getLogger("stages").error("%s", e if is_expected(e) else disk_full_line(e))
         sys.exit(1)
-
-
-def texts(transfer: bool = True) -> tuple[dict[str, str], dict[str, str]]:
-    """Query and document texts by id (and the held-out collection's: ``transfer``)."""
-    from pipeline import io, paths
-
-    return io.read_texts(paths.text_tables(transfer))
-
-
-def torch_threads(params: Params) -> None:
-    import torch
-
-    torch.set_num_threads(params.train.threads)

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from pipeline import paths
 from pipeline.models.features import compute_features, save_features
 from pipeline.train.jobs import run_jobs
-from stages.common import run_stage, setup, texts, torch_threads
+from stages.common import run_stage, setup
+from stages.inputs import texts, torch_threads
 
 log = logging.getLogger("stages.features")
 

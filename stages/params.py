@@ -8,14 +8,20 @@ DVC runs this one first: a refused `dvc exp run -S train.lr=-0.001`, or an unkno
 in dvc.yaml: not even this stage's own output is deleted first). The output never depends on
 the values: a valid change rewrites the same bytes, so DVC reruns only the stages that read
 the changed key.
+
+It also writes the code digests (`pipeline.deps.digest`): this stage depends on all of
+`pipeline/` and `stages/`, every other stage on its own digest, so a code edit reruns this
+stage and then exactly the stages whose code it changed.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
 from pipeline import io, paths
+from pipeline.deps import digest
 from pipeline.params import ParamsError
 from stages.common import run_stage, setup
 
@@ -40,8 +46,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ParamsError as e:
         sep = " " if str(e).endswith(("?", ".")) else ". "
         raise ParamsError(f"{e}{sep}{AFTER}") from e
+    changed = digest.write(Path.cwd(), ns.params)
     io.write_text(VALID, paths.PARAMS_OK)
-    log.info("params: valid (%d methods)", len(ns.params.methods))
+    log.info("params: valid (%d methods); %d code digests changed", len(ns.params.methods), changed)
 
 
 if __name__ == "__main__":

@@ -27,23 +27,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise InputError(f"methods {missing} of params.yaml have no stages in dvc.yaml: run "
                          "`python -m pipeline.deps --write`, then `dvc repro`")  # fmt: skip
     written = build_report(
-        [*REFERENCE_ROWS, *methods],
-        eval_dir=paths.EVAL,
-        out_dir=paths.METRICS,
-        cutoffs=params.evaluate.cutoffs,
-        baseline=methods[0],
-        reference=REFERENCE_ROWS,
+        [*REFERENCE_ROWS, *methods], eval_dir=paths.EVAL, out_dir=paths.METRICS,
+        cutoffs=params.evaluate.cutoffs, baseline=methods[0], reference=REFERENCE_ROWS,
         info={"dataset": params.dataset.name, "model": f"{params.model.name} ({params.model.arch})",
               "evaluation": _evaluation(params.dataset.folds)},
         plots_dir=paths.REPORT_PLOTS, train_dir=paths.LIVE, transfer_data=paths.TRANSFER,
-        correction=params.report.correction,
-        bootstrap_samples=params.report.bootstrap_samples,
+        correction=params.report.correction, bootstrap_samples=params.report.bootstrap_samples,
         bootstrap_seed=params.report.bootstrap_seed,
         folds=seed_folds(io.read_table(paths.FOLDS, schemas.FOLDS), params.train.seeds),
-        controls=params.controls,
-        saturated=get_source(params.dataset.name).saturated,
+        controls=params.controls, saturated=get_source(params.dataset.name).saturated,
         families=method_families({m: e.settings() for m, e in params.methods.items()}),
-    )
+    )  # fmt: skip
     log.info("report: %d methods (baseline %s), %d files", len(methods), methods[0], len(written))
 
 

@@ -15,7 +15,8 @@ from pipeline.models.features import load_features
 from pipeline.models.registry import build_ranker, load_ranker
 from pipeline.params import ZERO_SHOT, get_method
 from pipeline.rerank import write_method_runs
-from stages.common import run_stage, setup, texts, torch_threads
+from stages.common import run_stage, setup
+from stages.inputs import texts, torch_threads
 
 
 def _args(parser: argparse.ArgumentParser) -> None:

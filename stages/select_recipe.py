@@ -1,9 +1,8 @@
-"""Nested selection of the training recipe on the training folds (a command, not a DVC
-stage; issue 29). For each outer fold, every grid point trains `--method` on an inner split
-of that fold's training queries and is scored on the inner held-out ones; the fold's test
-queries are never read (pipeline/train/select.py). Reads the pipeline's data/ tables (run
-`dvc repro features` first); writes `<out>/scores.csv` (every outer fold, point and seed)
-and `<out>/choices.csv` (each outer fold's choice and whether params.yaml uses it).
+"""Nested selection of the training recipe on the training folds (a command, not a stage):
+per outer fold, every grid point trains `--method` on an inner split of the fold's training
+queries, scored on the inner held-out ones; test queries are never read (pipeline/train/
+select.py). Reads data/ (`dvc repro features` first); writes `<out>/scores.csv` (every outer
+fold, point and seed), `<out>/choices.csv` (each outer fold's choice, whether params uses it).
 
     python -m stages.select_recipe --grid train.lr=1e-4,2e-4,4e-4 \\
         --grid model.bi_encoder.temperature=0.25,0.5,1.0 --out selection
@@ -20,7 +19,8 @@ from pipeline import io, paths, schemas
 from pipeline.metrics.runner import read_shared
 from pipeline.models.features import load_features
 from pipeline.train.select import Tables, parse_grid, select
-from stages.common import run_stage, setup, texts, torch_threads
+from stages.common import run_stage, setup
+from stages.inputs import texts, torch_threads
 
 log = logging.getLogger("stages.select_recipe")
 GRID = ["train.lr=1.0e-4,2.0e-4,4.0e-4", "model.bi_encoder.temperature=0.25,0.5,1.0"]

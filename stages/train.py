@@ -1,8 +1,6 @@
-"""Stage `train@<method>`: one ranker of `model.arch` per fold (and seed) on the method's
-ordered triples and loss → `models/<method>/[seed-<n>/]fold-<k>/` (pipeline.train.method),
-its DVCLive log → `dvclive/<method>/` (pipeline.train.live); the worker that trained a model
-reloads it and reranks its fold's BM25 candidates → `runs/<method>/[seed-<n>/]run.parquet` +
-`run.trec` (and, first fold, the held-out collection; pipeline.rerank)."""
+"""Stage `train@<method>`: a ranker of `model.arch` per fold (and seed) on the method's ordered
+triples and loss → `models/`, `dvclive/`; the worker that trained a model reloads it and reranks
+its fold's BM25 candidates (first fold: the held-out collection too) → `runs/<method>/`."""
 
 from __future__ import annotations
 
@@ -18,7 +16,8 @@ from pipeline.timing import Phases
 from pipeline.train import distributed
 from pipeline.train.live import TrainLog
 from pipeline.train.method import finish_method, train_method
-from stages.common import run_stage, setup, texts, torch_threads
+from stages.common import run_stage, setup
+from stages.inputs import texts, torch_threads
 
 log = logging.getLogger("stages.train")
 
@@ -29,8 +28,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     main_rank = distributed.is_main()  # under torchrun, rank 0 alone writes the outputs
     if main_rank:  # other methods' checkpoints whose stage DVC restored: stale
         sweep_checkpoints(keep=ns.method)
-    torch_threads(ns.params)
     with ns.clock("inputs"):
+        torch_threads(ns.params)
         ordered = io.read_table(paths.ordered(ns.method), schemas.ORDERED_TRIPLES)
         doc_scores = io.read_table(paths.DOC_SCORES, schemas.DOC_SCORES)
         features, text = load_features(paths.FEATURES), texts()

@@ -8,7 +8,7 @@ and the projected wall time of the paper profile (3M triples) on this CPU and on
 ``train`` stage does, with the paper profile's settings (cross-encoder, full fine-tuning,
 batch 16 triples, ``max_len`` 256, ``q_len`` 32, ``length_window`` 64, margin loss):
 
-1. set-up on *all* the ordered triples: the texts of queries and corpus (``stages.common``),
+1. set-up on *all* the ordered triples: the texts of queries and corpus (``stages.inputs``),
    ``prepare_groups`` (timed: this is the stage's fixed cost at 3M triples);
 2. ``--steps`` optimiser steps of ``pipeline.train.loop.train_model`` (each step timed; the
    first two are warm-up and left out), counting real and padded tokens per sequence;
@@ -233,7 +233,7 @@ def train_bench(args: argparse.Namespace) -> dict[str, Any]:
     from pipeline.rerank import rerank
     from pipeline.train.groups import doc_bias, prepare_groups
     from pipeline.train.loop import TrainConfig, batch_plan, train_model
-    from stages.common import texts
+    from stages.inputs import texts
 
     torch.set_num_threads(args.threads)
     params = load_params("params.yaml")

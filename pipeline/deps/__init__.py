@@ -11,24 +11,27 @@ audit, report: the report reads each metric's table column and direction from it
 the model family of ``model.arch``, and per method its ordering and its loss terms. A stage
 module missing from ``USES`` gets every record of every registry it imports (safe, not tight).
 
-Per-method stages. DVC 3.67's ``foreach`` gives every item the same ``deps`` list and does not
-interpolate a list into it (``deps: ${item.deps}`` fails its schema; a non-string value inside
-an entry is refused), and an explicit stage may not be named ``train@x``. What it does
-interpolate is a string per entry from a ``foreach`` item, so the per-method stages iterate a
-generated dict in dvc.yaml's ``vars`` (``method_code``: per method its ordering and one field
-per plug-in file beyond the shared ones), and their ``deps`` hold the shared files and one
-``${item.train_<n>}`` line per slot; a method with fewer files repeats its last one (DVC then
-lists that path twice in dvc.lock: harmless). The stage names stay ``order@<m>``,
-``train@<m>``, ``evaluate@<m>``. ``model.arch`` is a params key that ``dvc exp run -S`` may
-change, so the family file is the templated ``pipeline/models/${model.arch}.py``, resolved by
-DVC from the params of the run. The other choices are read from params.yaml when this
-command runs: after changing a method's loss or ordering, adding a method or switching
-``dataset.name``, run ``python -m pipeline.deps --write`` (``--check``, run by the tests,
-fails while dvc.yaml is stale; a stage whose params changed reruns anyway).
+Code digests (`pipeline.deps.digest`). DVC rewrites dvc.lock after every stage it runs, and
+one lock entry per code file per stage (~5,000 on the default) made that rewrite most of
+DVC's own time. So the files are not DVC deps: the ``params`` stage, which depends on all of
+``pipeline/`` and ``stages/``, writes ``data/code/<stage>.txt`` per stage module (per method
+for ``order`` and ``train``) listing each file the stage runs with its MD5, and each stage
+depends on its digest alone. An edit reruns ``params`` (seconds), then exactly the stages
+whose digest changed; ``dvc status`` right after an edit names only ``params``
+(``python -m pipeline.deps --show STAGE`` lists a stage's files). ``model.arch`` and
+``dataset.name`` are read from params.yaml when the digests are written, so a
+``dvc exp run -S model.arch=…`` retrains with the new family's file in the digest.
+
+Per-method stages. DVC 3.67's ``foreach`` gives every item the same ``deps`` list, and an
+explicit stage may not be named ``train@x``; the per-method stages iterate a generated dict
+in dvc.yaml's ``vars`` (``method_code``: per method its ordering, for its
+``orderings.<name>`` params) and depend on ``data/code/train@${key}.txt``. After adding a
+method, run ``python -m pipeline.deps --write`` (``--check``, run by the tests, fails while
+dvc.yaml is stale; the report names a method that has no stages yet).
 
     python -m pipeline.deps --write    # rewrite the code deps in dvc.yaml (all else kept)
     python -m pipeline.deps --check    # exit 1 with a diff when dvc.yaml is stale
-    python -m pipeline.deps --show train@baseline   # one stage's code deps
+    python -m pipeline.deps --show train@baseline   # one stage's deps, its digest's files
 """
 
 from __future__ import annotations

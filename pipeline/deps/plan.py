@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from pipeline import paths
 from pipeline.deps import VARS, dvcyaml
 from pipeline.deps.imports import RESOURCES, Graph, scan
 from pipeline.deps.records import REGISTRIES, record_modules, referenced_losses
@@ -43,6 +44,7 @@ USES: dict[str, tuple[str, ...]] = {
 of ``dataset.name``, the ``model`` family of ``model.arch``, the method's ``ordering`` and
 ``loss`` terms."""
 PER_METHOD = frozenset({"ordering", "loss"})
+PARAMS_MODULE = "stages.params"
 _MODULE = re.compile(r"python -m ([\w.]+)")
 _SLOT = re.compile(r"^\$\{item\.\w+_\d+\}$")
 
@@ -76,6 +78,10 @@ class Planner:
         listed resource folder left out)."""
         paths = self.graph.paths(self.graph.closure(modules))
         return {p.as_posix() for p in paths if not any(a in paths for a in p.parents)}
+
+    def per_method(self, module: str) -> bool:
+        """Whether ``module`` runs per-method records (a method's ordering or loss terms)."""
+        return bool(set(self._uses(module)) & PER_METHOD)
 
     def _uses(self, module: str) -> tuple[str, ...]:
         if module in USES:
@@ -127,7 +133,7 @@ def _module(stage: Mapping[str, Any]) -> str | None:
 
 def _is_code(dep: str) -> bool:
     path = dep.split("${", 1)[0]
-    if _SLOT.match(dep) or dep == FAMILY:
+    if _SLOT.match(dep) or dep == FAMILY or path.startswith(f"{paths.CODE.as_posix()}/"):
         return True
     under = path.startswith(("pipeline/", "stages/")) or path in ("pipeline", "stages")
     return under and not Path(path).is_relative_to(RESOURCES)
@@ -139,34 +145,67 @@ def _outermost(deps: list[str]) -> list[str]:
     return [d for d in deps if not any(a.as_posix() in listed for a in Path(d).parents)]
 
 
+def code_dep(planner: Planner, module: str, per_method_stage: bool) -> list[str]:
+    """A stage's code deps in dvc.yaml: its digest (`pipeline.deps.digest`), per method where
+    the stage runs per-method records; the `params` stage, which writes the digests, depends
+    on all the code."""
+    if module == PARAMS_MODULE:
+        return ["pipeline", "stages"]
+    own = per_method_stage and planner.per_method(module)
+    return [f"{paths.CODE.as_posix()}/{digest_name(module, '${key}' if own else None)}.txt"]
+
+
+SKIP = frozenset({"stages", "stages.common", PARAMS_MODULE})
+"""Modules of ``stages/`` without a digest: no stage, or the `params` stage itself."""
+
+
+def digest_name(module: str, method: str | None = None) -> str:
+    """``stages.train`` and ``baseline`` → ``train@baseline`` (``data/code/<name>.txt``)."""
+    stem = module.rpartition(".")[2]
+    return f"{stem}@{method}" if method else stem
+
+
+def code_files(root: Path, params: Params) -> dict[str, list[str]]:
+    """``{digest name: the files and resource folders its stage runs}`` for every stage
+    module of ``root/stages`` (per method where it runs per-method records), the family of
+    the params' ``model.arch``."""
+    planner = Planner(root, params)
+    family = FAMILY.replace("${model.arch}", params.model.arch)
+    methods = list(params.methods)
+    out = {}
+    for module in sorted(m for m in planner.graph.files if m.startswith("stages.")):
+        if module in SKIP:
+            continue
+        per_method = planner.per_method(module)
+        plan = planner.stage(module, methods if per_method else None)
+        shared = [family if f == FAMILY else f for f in plan.shared]
+        if not per_method:
+            out[digest_name(module)] = shared
+        for method, own in plan.per_method.items():
+            out[digest_name(module, method)] = shared + own
+    return out
+
+
 def render(text: str, root: Path, params: Params) -> str:
     """``text`` (dvc.yaml) with every stage's code deps generated and the `vars` block."""
     doc = yaml.safe_load(text)
     planner = Planner(root, params)
-    methods = list(params.methods)
     lines = text.splitlines()
-    table: dict[str, dict[str, str]] = {
-        m: {"ordering": params.methods[m].ordering} for m in methods
-    }
+    table = {m: {"ordering": params.methods[m].ordering} for m in params.methods}
     for name, stage in doc["stages"].items():
         module = _module(stage)
         if module is None or module not in planner.graph.files:
             continue
         per_method = stage.get("foreach") in ("${methods}", f"${{{VARS}}}")
-        plan = planner.stage(module, methods if per_method else None)
-        slots = max((len(v) for v in plan.per_method.values()), default=0)
-        for m, own in plan.per_method.items():
-            padded = own + [own[-1] if own else plan.shared[0]] * (slots - len(own))
-            table[m] |= {f"{name}_{i + 1}": f for i, f in enumerate(padded)}
-        generated = plan.shared + [f"${{item.{name}_{i + 1}}}" for i in range(slots)]
+        generated = code_dep(planner, module, per_method)
         old = (stage.get("do", stage)).get("deps") or []
         kept = [d for d in old if not _is_code(str(d)) and d not in generated]
         dvcyaml.set_deps(lines, name, _outermost(generated + kept))
         if per_method:
             dvcyaml.set_foreach(lines, name, f"${{{VARS}}}")
     note = [
-        "(do not edit; `--check` fails when it is stale): per method, its ordering and the",
-        "plug-in files its per-method stages run beyond their shared deps (pipeline/deps).",
+        "(do not edit; `--check` fails when it is stale): per method, its ordering; the",
+        "stages' code deps are the digests the `params` stage writes (pipeline/deps).",
     ]
     dvcyaml.set_vars(lines, dvcyaml.vars_block(VARS, table, note))
     out = "\n".join(lines) + ("\n" if text.endswith("\n") else "")
@@ -234,6 +273,14 @@ def resolved_deps(text: str, target: str, params: Mapping[str, Any]) -> list[str
 
 
 def _show(text: str, target: str, params: Path) -> int:
+    """Print ``target``'s deps as DVC resolves them; its code digest as the files it lists."""
     raw = yaml.safe_load(params.read_text(encoding="utf-8"))
-    sys.stdout.writelines(f"{dep}\n" for dep in resolved_deps(text, target, raw))
+    files: dict[str, list[str]] | None = None
+    for dep in resolved_deps(text, target, raw):
+        name = dep.removeprefix(f"{paths.CODE.as_posix()}/").removesuffix(".txt")
+        if name == dep:
+            sys.stdout.write(f"{dep}\n")
+            continue
+        files = files or code_files(params.resolve().parent, load_params(params))
+        sys.stdout.writelines(f"{f}  (in {dep})\n" for f in files[name])
     return 0

@@ -20,10 +20,7 @@ HELPERS = frozenset({"base", "card", "encoders", "family", "features", "registry
 
 def _collect() -> dict[str, Family]:
     folder = [str(Path(__file__).parent)]
-    records = collect(__name__, folder, HELPERS, Family, "model family")
-    for module, record in records:
-        if record.name != module:
-            raise TypeError(f"pipeline/models/{module}.py: RECORD must be named {module!r}")
+    records = collect(__name__, folder, HELPERS, Family, "model family", same_name=True)
     return {r.name: r for _, r in records}
 
 

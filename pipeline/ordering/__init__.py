@@ -23,10 +23,7 @@ HELPERS = frozenset({"common"})
 
 
 def _collect() -> dict[str, Ordering]:
-    records = collect(__name__, __path__, HELPERS, Ordering, "ordering")
-    for module, record in records:
-        if record.name != module:
-            raise TypeError(f"pipeline/ordering/{module}.py: RECORD must be named {module!r}")
+    records = collect(__name__, __path__, HELPERS, Ordering, "ordering", same_name=True)
     return {r.name: r for _, r in records}
 
 

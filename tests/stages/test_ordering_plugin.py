@@ -102,8 +102,8 @@ def test_a_new_ordering_and_loss_rerun_only_their_method(
     out = dvc(repo, "repro")
     ran = set(re.findall(r"Running stage '([^']+)'", out.stdout))
     method = {f"{s}@most_biased_first" for s in ("order", "train", "evaluate")}
-    # and `params`, which validates params.yaml against every record (new files: new deps);
-    # its output keeps its bytes, so it reruns nothing else
+    # and `params`, which validates params.yaml and writes the code digests (new files: its
+    # deps changed); only the new method's digests are new, so it reruns nothing else
     assert ran == method | {"params", "report"}, out.stdout
     ordered = pl.read_parquet(repo / "data/order/most_biased_first.parquet")
     folds = ordered.partition_by("fold") if "fold" in ordered.columns else [ordered]
@@ -120,4 +120,7 @@ def test_a_new_ordering_and_loss_rerun_only_their_method(
     assert changed == [" M dvc.yaml", "?? pipeline/ordering/by_psi.py",
                        "?? pipeline/train/losses/double_margin.py"], status.stdout  # fmt: skip
     vars_ = yaml.safe_load((repo / "dvc.yaml").read_text())["vars"][0]["method_code"]
-    assert "pipeline/train/losses/double_margin.py" in vars_["most_biased_first"].values()
+    assert vars_["most_biased_first"] == {"ordering": "by_psi"}
+    digest = (repo / "data/code/train@most_biased_first.txt").read_text()
+    assert "pipeline/train/losses/double_margin.py" in digest
+    assert "double_margin" not in (repo / "data/code/train@baseline.txt").read_text()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.deps import VARS, unstaged_methods
+from pipeline.deps import VARS, digest, unstaged_methods
 from pipeline.deps import plan as deps
 from pipeline.deps.imports import scan
 from pipeline.deps.records import record_modules
@@ -34,10 +34,10 @@ def test_check_fails_with_a_diff_when_stale(
     for name in ("pipeline", "stages"):  # the same code, read through links
         (tmp_path / name).symlink_to(ROOT / name)
     text = (ROOT / "dvc.yaml").read_text()
-    (tmp_path / "dvc.yaml").write_text(text.replace("      - stages/score.py\n", "", 1))
+    (tmp_path / "dvc.yaml").write_text(text.replace("      - data/code/score.txt\n", "", 1))
     monkeypatch.chdir(tmp_path)
     assert deps.main(["--check"]) == 1
-    assert "+      - stages/score.py" in capsys.readouterr().out
+    assert "+      - data/code/score.txt" in capsys.readouterr().out
     assert deps.main(["--write"]) == 0 and (tmp_path / "dvc.yaml").read_text() == text
 
 
@@ -47,7 +47,7 @@ def test_a_rewrite_changes_only_deps_and_vars() -> None:
     gives the committed file, and the other lines of both are the same in the same order."""
     text = (ROOT / "dvc.yaml").read_text()
     old = [line for line in text.splitlines() if line.startswith("  ") or not line.strip()]
-    hand = text.replace("      - stages/extract.py\n", "      - pipeline/data\n", 1)
+    hand = text.replace("      - data/code/extract.txt\n", "      - pipeline/data\n", 1)
     assert deps.render(hand, ROOT, load_params(ROOT / "params.yaml")) == text
 
     def others(lines: list[str]) -> list[str]:
@@ -95,17 +95,37 @@ def test_report_and_evaluate_hold_every_metric_record(planner: deps.Planner) -> 
     assert sources <= extract and not metrics & extract
 
 
-def test_every_generated_dep_exists() -> None:
+def test_every_stage_depends_on_a_digest_the_params_stage_writes() -> None:
+    """Each stage's code dep is one digest of `pipeline.deps.digest` (per method for `order`
+    and `train`), and the digests list exactly the files the planner gives the stage."""
+    params = load_params(ROOT / "params.yaml")
     doc = yaml.safe_load((ROOT / "dvc.yaml").read_text())
     table = doc["vars"][0][VARS]
+    assert list(table) == list(params.methods)
+    assert all(list(fields) == ["ordering"] for fields in table.values())
+    written = digest.digests(ROOT, params)
     for name, stage in doc["stages"].items():
-        for dep in stage.get("do", stage).get("deps", []):
-            if dep.startswith("pipeline/") or dep.startswith("stages/"):
-                path = dep.replace("${model.arch}", "bi_encoder")
-                assert (ROOT / path).exists(), (name, dep)
-    assert list(table) == list(load_params(ROOT / "params.yaml").methods)
-    assert all((ROOT / v).exists() for fields in table.values() for k, v in fields.items()
-               if k != "ordering")  # fmt: skip
+        deps_ = stage.get("do", stage).get("deps", [])
+        code = [d for d in deps_ if d.startswith(("pipeline/", "stages/", "data/code/"))
+                and not d.startswith("pipeline/resources")] or deps_[:2]  # fmt: skip
+        if name == "params":
+            assert code == ["pipeline", "stages"]
+            continue
+        (dep,) = code
+        keys = list(params.methods) if "${key}" in dep else [""]
+        for key in keys:
+            digest_name = dep.replace("${key}", key).removeprefix("data/code/").removesuffix(".txt")
+            assert digest_name in written, (name, dep)
+    planner = deps.Planner(ROOT, params)
+    plan = planner.stage("stages.train", ["baseline"])
+    listed = {line.split("  ", 1)[1] for line in written["train@baseline"].splitlines()}
+    family = f"pipeline/models/{params.model.arch}.py"
+    files = {family if f == deps.FAMILY else f for f in plan.shared + plan.per_method["baseline"]}
+    folders = {f for f in files if (ROOT / f).is_dir()}  # a resource folder: its files
+    inside = {p.relative_to(ROOT).as_posix() for f in folders for p in (ROOT / f).rglob("*")
+              if p.is_file() and "__pycache__" not in p.parts}  # fmt: skip
+    assert folders and listed == (files - folders) | inside
+    assert "pipeline/train/losses/poe.py" not in listed  # another method's loss
 
 
 def test_unstaged_methods_names_a_method_without_stages(tmp_path: Path) -> None:
