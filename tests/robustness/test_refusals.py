@@ -51,6 +51,9 @@ def repo(tiny_repo: Path, tmp_path: Path) -> Path:
     copy = tmp_path / "repo"
     shutil.copytree(tiny_repo, copy, symlinks=True)
     subprocess.run(["git", "reset", "-q", "--hard", "HEAD"], cwd=copy, check=True)
+    # and without their scratch files (`dvc plots show` writes dvc_plots/; found by a run of
+    # the suite in a random order: tests/reorder.py)
+    subprocess.run(["git", "clean", "-q", "-fd"], cwd=copy, check=True)
     assert _call(copy, "dvc", "checkout", "-f", "-q").returncode == 0
     return copy
 
