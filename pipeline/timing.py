@@ -86,10 +86,11 @@ def stage_label(label: str) -> None:
         _STAGE[0] = (_STAGE[0][0], label)
 
 
-def stage_line(reset: bool = False) -> str | None:
-    """The running stage's phase line (None before :func:`stage_start`); ``reset`` forgets
-    it (a new stage in the same process)."""
-    line = _STAGE[0][0].line(_STAGE[0][1]) if _STAGE else None
-    if reset:
-        _STAGE.clear()
-    return line
+def stage_line() -> str | None:
+    """The running stage's phase line (None before :func:`stage_start`)."""
+    return _STAGE[0][0].line(_STAGE[0][1]) if _STAGE else None
+
+
+def stage_reset() -> None:
+    """Forget the running stage's clock (a new stage in the same process)."""
+    _STAGE.clear()

@@ -48,10 +48,11 @@ def setup(
 def run_stage(main: Callable[[Sequence[str] | None], None]) -> None:
     """Run `main`; the project's own errors (`pipeline.errors`) and a full disk end with one
     clear line and exit 1; anything else (a bug, CUDA out of memory) keeps its traceback."""
-    timing.stage_line(reset=True)
+    timing.stage_reset()
     try:
         main(None)
-        logging.getLogger("stages").info("%s", timing.stage_line() or "")
+        if (line := timing.stage_line()) is not None:
+            logging.getLogger("stages").info("%s", line)
     except Exception as e:
         if not is_expected(e) and not is_disk_full(e):
             raise
