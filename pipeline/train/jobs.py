@@ -21,10 +21,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import os
 import threading
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
 from typing import Any, Protocol, TypeVar
 
 import polars as pl
@@ -79,25 +81,100 @@ R = TypeVar("R")
 JobFn = Callable[[Any, J, StepSink | None], R]
 """``fn(context, job, log)``: e.g. trains and saves one model (a module-level function)."""
 
-_STATE: dict[str, Any] = {}
-
-
-def _start(fn: JobFn[J, R], context: Any, threads: int) -> None:
+def _start(fn: JobFn[J, R], context: Any, threads: int) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(threads)
     logging.basicConfig(level=logging.WARNING)
-    _STATE.update(fn=fn, context=context)
+    return {"fn": fn, "context": context}
 
 
-def _run(
-    job: J, state: Mapping[str, Any] | None = None
-) -> tuple[Any, list[tuple[int, dict[str, float]]]]:
+def _run(job: J, state: Mapping[str, Any]) -> tuple[Any, list[tuple[int, dict[str, float]]]]:
     """Run ``job`` with the process's job function and context; its result and log rows."""
     rows: list[tuple[int, dict[str, float]]] = []
-    state = _STATE if state is None else state
     result = state["fn"](state["context"], job, lambda step, v: rows.append((step, dict(v))))
     return result, rows
+
+
+def _serve(conn: Connection) -> None:
+    """A started process: receives the job function and context, sets up, says it is ready,
+    then runs each job it is sent until told to stop; it ends at once if the process that
+    started it is gone."""
+    parent = multiprocessing.parent_process()
+    if parent is not None:  # killed caller: no orphan keeps training and writing
+        threading.Thread(target=lambda: (wait([parent.sentinel]), os._exit(1)), daemon=True).start()
+    with contextlib.suppress(EOFError, OSError):
+        state = _start(*conn.recv())
+        conn.send(None)
+        while (job := conn.recv()) is not None:
+            try:
+                conn.send((True, _run(job, state)))
+            except Exception as e:  # the caller raises it
+                e.add_note("".join(traceback.format_exception(e)).rstrip())
+                try:
+                    conn.send((False, e))
+                except Exception:  # an error that does not pickle
+                    conn.send((False, RuntimeError(f"{type(e).__name__}: {e}")))
+
+
+class _Helper:
+    """One started process and the thread in this one that feeds it jobs once it is ready.
+    A helper that is still starting up when every job is taken is stopped, not waited for."""
+
+    def __init__(self, fn: JobFn[J, R], context: Any, threads: int) -> None:
+        spawn = multiprocessing.get_context("spawn")
+        self.conn, child = spawn.Pipe()
+        # the context goes through the pipe, not the process's arguments: spawn writes
+        # those before the new process has imported anything and blocks until it reads
+        self.proc = spawn.Process(target=_serve, args=(child,))
+        self.proc.start()
+        child.close()
+        self.setup = (fn, context, threads)
+        self.lock, self.ready, self.closing = threading.Lock(), False, False
+
+    def feed(self, queue: _Queue, jobs: Sequence[Any], done: dict[int, Any],
+             errors: list[BaseException]) -> None:  # fmt: skip
+        """Wait until the process is ready, then hand it the next job until none is left."""
+        i = -1
+        try:
+            self.conn.send(self.setup)
+            self.conn.recv()
+            with self.lock:
+                if self.closing:
+                    return
+                self.ready = True
+            for i in queue.take():
+                self.conn.send(jobs[i])
+                ok, value = self.conn.recv()
+                if not ok:  # the job's own error, raised by the caller
+                    errors.append(value)
+                    queue.stop()
+                    return
+                done[i] = value
+        except (EOFError, OSError) as e:
+            if not self.closing:
+                what = f"job {jobs[i].name}" if i >= 0 else "its start-up"
+                errors.append(RuntimeError(f"a started training process ended during {what} "
+                                           f"(exit code {self.proc.exitcode}): {e!r}"))  # fmt: skip
+                queue.stop()
+        except BaseException as e:  # re-raised by the caller
+            errors.append(e)
+            queue.stop()
+
+    def close(self, feeder: threading.Thread) -> None:
+        """Stop the process if it never became ready; otherwise let it finish its job."""
+        with self.lock:
+            self.closing = not self.ready
+        if self.closing:
+            self.proc.terminate()
+        feeder.join()
+        with contextlib.suppress(OSError):
+            self.conn.send(None)
+        self.proc.join(10)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
 
 
 def run_jobs(
@@ -106,43 +183,36 @@ def run_jobs(
 ) -> list[R]:  # fmt: skip
     """Every job's result, in job order; with ``workers`` > 1 in that many processes of
     ``threads`` torch threads each: this one and ``workers`` − 1 fresh ones, each taking
-    the next job in order when it is free (this process starts at once, while the others
-    start up and import). ``logs(name)``: the sink of the job's log rows, given every job's
-    rows in job order once all are done."""
+    the next job in order when it is free. This process starts at once; a started process
+    takes jobs once it has imported and set up, and one still starting up when no job is
+    left is stopped (so a few short jobs never wait for a start-up). ``logs(name)``: the
+    sink of the job's log rows, given every job's rows in job order once all are done."""
     if workers <= 1 or len(jobs) <= 1:
         return [fn(context, job, logs(job.name) if logs else None) for job in jobs]
     count = min(workers, len(jobs))
-    log.info("training %d models in %d processes (this one and %d started; %d thread(s) each)",
+    log.info("%d jobs in %d processes (this one and %d started; %d thread(s) each)",
              len(jobs), count, count - 1, threads)  # fmt: skip
     done: dict[int, tuple[R, list[tuple[int, dict[str, float]]]]] = {}
     queue = _Queue(len(jobs))
     errors: list[BaseException] = []
-    spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(count - 1, mp_context=spawn, initializer=_start,
-                             initargs=(fn, context, threads)) as pool:  # fmt: skip
-
-        def feed() -> None:  # one thread per started process: its next job, then wait
-            try:
-                for i in queue.take(first=True):
-                    done[i] = pool.submit(_run, jobs[i]).result()
-            except BaseException as e:  # re-raised below, in this thread
-                errors.append(e)
-                queue.stop()
-
-        feeders = [threading.Thread(target=feed, daemon=True) for _ in range(count - 1)]
-        for feeder in feeders:
-            feeder.start()
-        queue.wait_first(count - 1)  # every started process has a job: this one takes the rest
+    helpers = [_Helper(fn, context, threads) for _ in range(count - 1)]
+    feeders = [threading.Thread(target=h.feed, args=(queue, jobs, done, errors), daemon=True)
+               for h in helpers]  # fmt: skip
+    for feeder in feeders:
+        feeder.start()
+    try:
         with _torch_threads(threads):
-            _STATE_HERE.update(fn=fn, context=context)
-            try:
-                for i in queue.take():
-                    done[i] = _run(jobs[i], _STATE_HERE)
-            except BaseException:
-                queue.stop()
-                raise
-        for feeder in feeders:
-            feeder.join()
+            state = {"fn": fn, "context": context}
+            for i in queue.take():
+                done[i] = _run(jobs[i], state)
+    except BaseException:
+        queue.stop()
+        for h in helpers:
+            h.proc.kill()
+        raise
+    finally:
+        for h, feeder in zip(helpers, feeders, strict=True):
+            h.close(feeder)
     if errors:
         raise errors[0]
     for i, job in enumerate(jobs):
@@ -157,32 +227,19 @@ class _Queue:
 
     def __init__(self, n: int) -> None:
         self._next, self._n, self._lock = 0, n, threading.Lock()
-        self._first = threading.Semaphore(0)
         self._stopped = False
 
-    def take(self, first: bool = False) -> Iterator[int]:
+    def take(self) -> Iterator[int]:
         while True:
             with self._lock:
                 i, self._next = self._next, self._next + 1
                 if i >= self._n or self._stopped:
-                    if first:
-                        self._first.release()
                     return
-            if first:
-                self._first.release()
-                first = False
             yield i
-
-    def wait_first(self, count: int) -> None:
-        for _ in range(count):
-            self._first.acquire()
 
     def stop(self) -> None:
         with self._lock:
             self._stopped = True
-
-
-_STATE_HERE: dict[str, Any] = {}
 
 
 @contextlib.contextmanager

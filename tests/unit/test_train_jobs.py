@@ -1,9 +1,13 @@
 """Fold models trained in worker processes give what one process gives (pipeline.train.jobs);
-the calling process is one of the workers; a failing job's error reaches the caller."""
+the calling process is one of the workers and starts at once; a started process that is not
+ready when every job is taken is stopped, not waited for; a failing job's error reaches the
+caller."""
 
 from __future__ import annotations
 
 import os
+import time
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -30,7 +34,20 @@ def _jobs() -> list[Job]:
             for seed in (1, 2) for fold in (0, 1, 2)]  # fmt: skip
 
 
-def test_workers_give_the_same_results_in_job_order() -> None:
+def _waiting_fn(context: dict[str, float], job: Job, log: object) -> Result:
+    """``_job_fn``; in the calling process, every job after the first waits (up to 60 s)
+    until the started process has run one, so that it certainly gets one."""
+    marker = Path(str(context["marker"]))
+    if os.getpid() != context["caller"]:
+        marker.touch()
+    elif job.seed != 1 or job.fold != 0:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    return _job_fn(context, job, log)
+
+
+def test_workers_give_the_same_results_in_job_order(tmp_path: Path) -> None:
     logged: dict[str, dict[int, list[tuple[int, dict[str, float]]]]] = {}
 
     def logs(n: int):  # type: ignore[no-untyped-def]
@@ -40,14 +57,16 @@ def test_workers_give_the_same_results_in_job_order() -> None:
         return sink_for
 
     jobs = _jobs()
-    one = run_jobs(_job_fn, {"scale": 10.0}, jobs, workers=1, threads=1, logs=logs(1))
-    two = run_jobs(_job_fn, {"scale": 10.0}, jobs, workers=2, threads=1, logs=logs(2))
+    context = {"scale": 10.0, "caller": os.getpid(), "marker": str(tmp_path / "ran")}
+    one = run_jobs(_job_fn, context, jobs, workers=1, threads=1, logs=logs(1))
+    two = run_jobs(_waiting_fn, context, jobs, workers=2, threads=1, logs=logs(2))
     for a, b in zip(one, two, strict=True):
         assert a.curve.drop("pid").equals(b.curve.drop("pid"))
         assert a.weak_run is not None and b.weak_run is not None and a.weak_run.equals(b.weak_run)
     assert {r.curve["pid"][0] for r in one} == {float(os.getpid())}
-    pids = {r.curve["pid"][0] for r in two}  # the started process runs one job at least;
-    assert len(pids - {float(os.getpid())}) == 1  # this one the rest, once it is ready
+    pids = [r.curve["pid"][0] for r in two]  # this process took the first job at once;
+    assert pids[0] == float(os.getpid())  # the started one took one once it was ready
+    assert len(set(pids) - {float(os.getpid())}) == 1
     assert set(logged) == {j.name for j in jobs} == {f"seed-{s}/fold-{f}" for s in (1, 2)
                                                      for f in (0, 1, 2)}  # fmt: skip
     for rows in logged.values():
@@ -67,3 +86,28 @@ def test_a_failing_job_raises_its_error_in_the_caller() -> None:
     raised here, and no job is left running."""
     with pytest.raises(ValueError, match="bad fold 1 of seed"):
         run_jobs(_failing_fn, {"scale": 1.0}, _jobs(), workers=2, threads=1)
+
+
+class _SlowToStart(dict):  # type: ignore[type-arg]
+    """A job context whose unpickling in a started process takes 30 s (a slow start-up)."""
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        if os.getpid() != state["caller"]:
+            time.sleep(30)
+        self.update(state)
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (_SlowToStart, (), dict(self))
+
+
+def test_quick_jobs_do_not_wait_for_a_start_up() -> None:
+    """Jobs that are done before the started process is ready are all done here; that
+    process is stopped rather than waited for, and none is left behind."""
+    import multiprocessing
+
+    context = _SlowToStart(scale=1.0, caller=os.getpid())
+    start = time.monotonic()
+    results = run_jobs(_job_fn, context, _jobs(), workers=2, threads=1)
+    assert {r.curve["pid"][0] for r in results} == {float(os.getpid())}
+    assert time.monotonic() - start < 20  # not the 30 s the started process needs
+    assert not multiprocessing.active_children()
