@@ -216,7 +216,6 @@ SOURCES: dict[str, Callable[[Path], str]] = {
     "repro.evaluate_each": lambda r: _about(_per(_repro(r), "evaluate")),
     "repro.order_each": lambda r: _about(_per(_repro(r), "order")),
     "repro.features": lambda r: _about(_repro(r)["by_family_s"]["features"]),
-    "repro.report": lambda r: _about(_repro(r)["by_family_s"]["report"]),
     # params.yaml
     "params.methods": lambda r: str(len(_methods(r))),
     "params.published": lambda r: str(len(_methods(r)) - len(_controls(r))),
