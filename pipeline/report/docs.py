@@ -37,8 +37,8 @@ doc_values.py); an unmarked one fails the docs test unless `NOT_RESULTS`
 `python -m pipeline.report.docs --write` regenerates every marked value, reruns every `exec`
 block and rewrites the `output` blocks and the README's results table; `--record` also
 reruns the `command` blocks (the lead, after the final `dvc repro`; it needs a clean `git
-status` of params.yaml, dvc.lock and metrics/, and restores them and the DVC outputs
-afterwards).
+status` of params.yaml, dvc.lock, metrics/ and dvclive/, and restores them and the DVC
+outputs afterwards).
 """
 
 from __future__ import annotations
@@ -340,21 +340,26 @@ def _marker_line(block: Block, options: Mapping[str, str]) -> str:
     return f"<!-- doc: {block.kind} {block.name}{' ' + opts if opts else ''} -->"
 
 
+RESTORED = ("params.yaml", "dvc.lock", "metrics", "dvclive")
+"""What a recorded command changes in git's files (an experiment's training logs included)."""
+
+
 def _clean_workspace(root: Path) -> None:
-    paths = ["params.yaml", "dvc.lock", "metrics"]
     proc = subprocess.run(
-        ["git", "status", "--porcelain", "--", *paths], cwd=root, capture_output=True, text=True,
-        check=True,
+        ["git", "status", "--porcelain", "--", *RESTORED], cwd=root, capture_output=True,
+        text=True, check=True,
     )  # fmt: skip
     if proc.stdout.strip():
         raise DocError(
-            f"--record runs experiments and restores {', '.join(paths)} from git afterwards; "
+            f"--record runs experiments and restores {', '.join(RESTORED)} from git afterwards; "
             f"commit or stash their changes first:\n{proc.stdout}"
         )
 
 
 def _restore_workspace(root: Path) -> None:
-    subprocess.run(["git", "checkout", "--", "params.yaml", "dvc.lock", "metrics"], cwd=root,
+    tracked = subprocess.run(["git", "ls-files", "-z", "--", *RESTORED], cwd=root,
+                             capture_output=True, text=True, check=True).stdout  # fmt: skip
+    subprocess.run(["git", "checkout", "--", *filter(None, tracked.split("\0"))], cwd=root,
                    check=True)  # fmt: skip
     subprocess.run(["dvc", "checkout", "--force", "--quiet"], cwd=root, env=_env(), check=False)
 
