@@ -104,6 +104,9 @@ def test_documented_commands_run_on_the_tiny_profile(
 ) -> None:
     recover = next(b for b in docs.parse(ROOT / "README.md") if b.name == doc_tiny.RECOVER)
     timings: list[str] = []
+    # a user's empty ir_datasets cache, not the session's, where other tests plant miniature
+    # files (with them, an offline block's extract succeeded: an order dependency)
+    env = {**no_network.env, "IR_DATASETS_HOME": str(tmp_path / "ir_datasets-empty")}
     for path in FILES:
         repo = tmp_path / path.stem
         shutil.copytree(docs_repo, repo, symlinks=True)
@@ -112,7 +115,7 @@ def test_documented_commands_run_on_the_tiny_profile(
         for block in (b for b in docs.parse(path) if doc_tiny.runs_on_tiny(b)):
             _reset(repo)
             start = time.perf_counter()
-            proc = docs.execute(block, sandbox, repo, env=no_network.env)
+            proc = docs.execute(block, sandbox, repo, env=env)
             timings.append(f"{block.where} {time.perf_counter() - start:.0f} s")
             output = proc.stdout + proc.stderr
             offline = block.options.get("offline")
@@ -122,7 +125,7 @@ def test_documented_commands_run_on_the_tiny_profile(
             assert proc.returncode != 0, f"{block.where} should stop offline:\n{output[-2000:]}"
             assert re.search(offline, output), f"{block.where}: no {offline!r}:\n{output[-3000:]}"
             _expected_probes(no_network, block)
-            fixed = docs.execute(recover, sandbox, repo, env=no_network.env)
+            fixed = docs.execute(recover, sandbox, repo, env=env)
             assert fixed.returncode == 0, fixed.stderr[-2000:]
             assert _committed(repo) == [], f"after {block.where} and the README's recovery"
     log.info("seconds per block:\n%s", "\n".join(timings))  # --log-cli-level=INFO shows them
