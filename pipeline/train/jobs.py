@@ -81,19 +81,10 @@ R = TypeVar("R")
 JobFn = Callable[[Any, J, StepSink | None], R]
 """``fn(context, job, log)``: e.g. trains and saves one model (a module-level function)."""
 
-def _start(fn: JobFn[J, R], context: Any, threads: int) -> dict[str, Any]:
-    import torch
-
-    torch.set_num_threads(threads)
-    logging.basicConfig(level=logging.WARNING)
-    return {"fn": fn, "context": context}
-
-
-def _run(job: J, state: Mapping[str, Any]) -> tuple[Any, list[tuple[int, dict[str, float]]]]:
-    """Run ``job`` with the process's job function and context; its result and log rows."""
+def _run(fn: JobFn[J, R], context: Any, job: J) -> tuple[R, list[tuple[int, dict[str, float]]]]:
+    """``fn(context, job)``: its result and the log rows it wrote."""
     rows: list[tuple[int, dict[str, float]]] = []
-    result = state["fn"](state["context"], job, lambda step, v: rows.append((step, dict(v))))
-    return result, rows
+    return fn(context, job, lambda step, v: rows.append((step, dict(v)))), rows
 
 
 def _serve(conn: Connection) -> None:
@@ -104,11 +95,15 @@ def _serve(conn: Connection) -> None:
     if parent is not None:  # killed caller: no orphan keeps training and writing
         threading.Thread(target=lambda: (wait([parent.sentinel]), os._exit(1)), daemon=True).start()
     with contextlib.suppress(EOFError, OSError):
-        state = _start(*conn.recv())
+        fn, context, threads = conn.recv()
+        import torch
+
+        torch.set_num_threads(threads)
+        logging.basicConfig(level=logging.WARNING)
         conn.send(None)
         while (job := conn.recv()) is not None:
             try:
-                conn.send((True, _run(job, state)))
+                conn.send((True, _run(fn, context, job)))
             except Exception as e:  # the caller raises it
                 e.add_note("".join(traceback.format_exception(e)).rstrip())
                 try:
@@ -202,9 +197,8 @@ def run_jobs(
         feeder.start()
     try:
         with _torch_threads(threads):
-            state = {"fn": fn, "context": context}
             for i in queue.take():
-                done[i] = _run(jobs[i], state)
+                done[i] = _run(fn, context, jobs[i])
     except BaseException:
         queue.stop()
         for h in helpers:
