@@ -273,8 +273,8 @@ def write_trec_fair(home: Path, n_articles: int = 400, n_queries: int = 6) -> Tr
     for k, qid in enumerate([1, 2, 3, 10, 11, 25][:n_queries]):
         rel = list(range(1 + k * per, 1 + (k + 2) * per))  # overlaps the next query's
         theme = THEMES[k]
-        for d in rel:  # the project's name is in its articles: BM25 finds them
-            articles[str(d)]["plain"] += f" {theme} {theme}"
+        for number in rel:  # the project's name is in its articles: BM25 finds them
+            articles[str(number)]["plain"] += f" {theme} {theme}"
         topics.append(
             {"id": qid, "title": f"WikiProject {theme.capitalize()}", "url": f"https://w/{qid}",
              "rel_docs": rel}

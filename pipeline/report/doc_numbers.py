@@ -90,7 +90,9 @@ NOT_RESULTS: dict[str, list[tuple[str, str]]] = {
         ("methods need 16.6 min of the two cores", DATED + " (bench_repro, 2026-11-28)"),
         ("(per train stage 5.4 s of start-up, 2.3 s of writing, about 5 s of", DATED
          + " (that run's stage logs)"),
-        ("instead of one per seed would save about 5 min", DATED + " (that run's stage logs)"),
+        ("`transfer.fold_models: all`: 3.7 s each)", DATED + " (bench_train_phases, 2026-11-28)"),
+        ("instead of all six would save about 4.4 min", DATED + " (from bench_train_phases)"),
+        ("as before issue 29) about 2.6 min", DATED + " (from bench_train_phases)"),
         ("With 5 folds", "the alternative the default did not take (5 folds)"),
         ("they would train 5 models per seed", "the alternative the default did not take"),
         ("default from 40 to 25.9 min (2026-11-25)", DATED),
