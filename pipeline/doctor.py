@@ -42,12 +42,14 @@ into a full DVC cache fails without failing the run (DVC 3.67). Checked in this 
    calls it unchanged (``pipeline/doctor_exp.py``). Repair: write back git's version, then
    ``dvc checkout`` (after the lock is released) restores the outputs the run deleted.
 
-Without ``--fix`` it only reports (exit 1 when something needs repair). ``--fix`` holds
-DVC's repository lock while it repairs, so no DVC command starts meanwhile; a repair that
-fails (the cache's disk still full) is reported as ``FAILED`` (exit 1). The train stage
-calls :func:`sweep_checkpoints` at its start, so stale checkpoints of other methods also go
-without the doctor. The table of these states, each with the test that makes it, is in the
-README's "Troubleshooting".
+First of all, a ``params.yaml`` or ``dvc.yaml`` that is not YAML (DVC reads them before
+anything else) is named in one line, with where it breaks and the fix; nothing is checked or
+changed (exit 2). Without ``--fix`` it only reports (exit 1 when something needs repair).
+``--fix`` holds DVC's repository lock while it repairs, so no DVC command starts meanwhile;
+a repair that fails (the cache's disk still full) is reported as ``FAILED`` (exit 1). The
+train stage calls :func:`sweep_checkpoints` at its start, so stale checkpoints of other
+methods also go without the doctor. The table of these states, each with the test that
+makes it, is in the README's "Troubleshooting".
 """
 
 from __future__ import annotations
@@ -665,6 +667,28 @@ def diagnose(root: Path, fix: bool) -> tuple[list[Finding], list[Finding]]:
     return problems, notes
 
 
+def unreadable_yaml(root: Path) -> str | None:
+    """One line for a ``params.yaml`` or ``dvc.yaml`` that is not YAML (DVC reads both before
+    anything else, and its error is a traceback): the file, where, and the fix; else None."""
+    import yaml
+
+    for name in ("params.yaml", "dvc.yaml"):
+        path = root / name
+        if not path.is_file():
+            continue
+        try:
+            yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f" line {mark.line + 1}, column {mark.column + 1}:" if mark else ""
+            problem = getattr(e, "problem", None) or type(e).__name__
+            return (
+                f"{path}:{where} not valid YAML ({problem}); nothing checked or changed. Fix "
+                f"the file (`git diff {name}` shows what changed), then run the doctor again"
+            )
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pipeline.doctor", description=__doc__)
     ap.add_argument("--fix", action="store_true", help="repair what is found")
@@ -675,6 +699,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = Path(ns.repo).resolve()
     if not (root / ".dvc").is_dir():
         sys.stdout.write(f"{root}: not a DVC repository (no .dvc/)\n")
+        return 2
+    if (broken := unreadable_yaml(root)) is not None:
+        sys.stdout.write(broken + "\n")
         return 2
     running = dvc_processes(root)
     if running:

@@ -276,11 +276,11 @@ _TREC_LINE = r"^\s*" + r"\s+".join([r"(\S+)"] * 6) + r"\s*$"
 
 
 def _check_trec_rows(df: pl.DataFrame, p: Path) -> None:
-    """Reject lines with missing fields, a score or rank that is not a number, a score that is
+    """Reject lines without 6 fields, a score or rank that is not a number, a score that is
     not finite (the rank is otherwise ignored, as by trec_eval)."""
+    _check_trec_field_counts(df, p)
     score = pl.col("score").cast(pl.Float64, strict=False)
     checks = [
-        (pl.any_horizontal(pl.col(_TREC_COLUMNS).is_null()), "has missing fields (truncated?)"),
         (score.is_null(), "has a score that is not a number"),
         (pl.col("file_rank").cast(pl.Float64, strict=False).is_null(),
          "has a rank that is not a number"),
@@ -299,6 +299,20 @@ def _check_trec_rows(df: pl.DataFrame, p: Path) -> None:
         raise ArtifactError(
             f"{p}: {rows.height} non-finite scores, first query {row['query_id']} "
             f"doc {row['doc_id']} (line {row['_line']}); fix the run file."
+        )
+
+
+def _check_trec_field_counts(df: pl.DataFrame, p: Path) -> None:
+    """Reject the first line without exactly 6 fields, saying how many it has (issue 43)."""
+    rows = df.with_columns(pl.col("_text").str.count_matches(r"\S+").alias("_n")).filter(
+        pl.col("_n") != len(_TREC_COLUMNS)
+    )
+    if rows.height:
+        row = rows.row(0, named=True)
+        cut = " (truncated?)" if row["_n"] < len(_TREC_COLUMNS) else ""
+        raise ArtifactError(
+            f"{p}: malformed TREC run: line {row['_line']} has {row['_n']} fields{cut}: "
+            f"{row['_text']!r} ({rows.height} of {df.height} lines); {_TREC_FORMAT}."
         )
 
 

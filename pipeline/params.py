@@ -55,12 +55,14 @@ __all__ = [
     "Objective",
     "Params",
     "ParamsError",
+    "PostParams",
     "ReportParams",
     "RerankParams",
     "ScoreParams",
     "TrainParams",
     "TransferParams",
     "get_method",
+    "get_post_entry",
     "load_params",
     "parse_params",
 ]
@@ -132,6 +134,23 @@ class MethodParams:
 
 
 @dataclass(frozen=True)
+class PostParams:
+    """One entry under ``post:``: an inference-time method (SPEC §6.8). ``processor``: the
+    post-processor (``pipeline.post``); ``base``: the method (or ``zero-shot``) whose runs it
+    re-ranks, every seed's; ``config``: the processor's settings, loaded into its record's
+    ``Config`` from the entry's other keys (``post.<entry>.lambda``)."""
+
+    processor: str
+    base: str
+    config: Any
+
+    def settings(self) -> dict[str, Any]:
+        """The entry as params.yaml spells it: for provenance records and the report."""
+        values = {key_of(k): v for k, v in dataclasses.asdict(self.config).items()}
+        return {"processor": self.processor, "base": self.base, **values}
+
+
+@dataclass(frozen=True)
 class Params:
     dataset: DatasetParams
     score: ScoreParams
@@ -147,6 +166,8 @@ class Params:
     transfer: TransferParams = field(default_factory=TransferParams)
     # `controls.<control>` → the methods it controls (compared directly: treatment − control)
     controls: dict[str, ControlParams] = field(default_factory=dict)
+    # `post.<entry>` → an inference-time method re-ranking a base method's runs
+    post: dict[str, PostParams] = field(default_factory=dict)
 
     def ordering_config(self, method: str) -> Any:
         """The ordering Config that ``method`` trains with: ``orderings.<o>`` with the
@@ -157,7 +178,10 @@ class Params:
     def seed_runs_of(self, method: str) -> list[tuple[int, str]]:
         """``(seed, seed folder)`` of each run of ``method``: a trained method's
         ``train.seed_runs()``; one run seeded by ``train.seed`` for an untrained row
-        (``zero-shot``), which the train stage's seeds do not multiply."""
+        (``zero-shot``), which the train stage's seeds do not multiply; a ``post:`` entry's
+        are its base's."""
+        if method in self.post:
+            return self.seed_runs_of(self.post[method].base)
         return self.train.seed_runs() if method in self.methods else [(self.train.seed, "")]
 
 
@@ -207,6 +231,7 @@ def parse_params(raw: Mapping[str, Any]) -> Params:
         str(m): _method(str(m), v, built["orderings"]) for m, v in methods_raw.items()
     }
     built["controls"] = _controls(raw.get("controls"), list(built["methods"]))
+    built["post"] = _post(raw.get("post"), list(built["methods"]))
     params = Params(**built)
     _check_methods(params)
     return params
@@ -319,6 +344,42 @@ def _controls(raw: Any, methods: list[str]) -> dict[str, ControlParams]:
                 f"control of (not itself), got {cfg.of!r}"
             )
         out[str(name)] = cfg
+    return out
+
+
+POST_KEYS = ("processor", "base")
+"""Keys every ``post:`` entry has besides its processor's settings."""
+
+
+def _post(raw: Any, methods: list[str]) -> dict[str, PostParams]:
+    """``post:`` → ``{entry: PostParams}``: each entry names a known processor and a base
+    that is a method or ``zero-shot``, and no name is a method's or a reference row's."""
+    out: dict[str, PostParams] = {}
+    bases = [*methods, ZERO_SHOT]
+    for name, section in _mapping(raw, "post").items():
+        key = f"post.{name}"
+        entry = dict(_mapping(section, key))
+        if str(name) in (*methods, *REFERENCE_ROWS):
+            raise ParamsError(f"params key {key!r}: the name is a method's or a reference row's; "
+                              "rename the entry")  # fmt: skip
+        for k in POST_KEYS:
+            if not isinstance(entry.get(k), str):
+                raise ParamsError(
+                    f"params key '{key}.{k}' is required (a name) but missing; e.g. "
+                    f"`processor: score_shift`, `base: {methods[0]}`"
+                )
+        processor, base = str(entry.pop("processor")), str(entry.pop("base"))
+        try:
+            record = plugins.record("post", processor)
+        except ValueError as e:
+            raise ParamsError(f"params key '{key}.processor': {e}") from e
+        if base not in bases:
+            raise ParamsError(
+                f"params key '{key}.base': {base!r} is not a method under `methods:` nor "
+                f"{ZERO_SHOT!r}{did_you_mean(base, bases)}"
+            )
+        cfg = build(record.config, entry, key, owner=f"post-processor {processor!r}")
+        out[str(name)] = PostParams(processor, base, cfg)
     return out
 
 
@@ -479,3 +540,12 @@ def get_method(params: Params, name: str) -> MethodParams:
     return params.methods[name]
 
 
+
+
+def get_post_entry(params: Params, name: str) -> PostParams:
+    """The ``post:`` entry ``name``; an unknown name lists the known ones."""
+    if name not in params.post:
+        known = sorted(params.post)
+        raise ParamsError(f"unknown post-processing entry {name!r}; known (under `post:` in "
+                          f"params.yaml): {known}{did_you_mean(name, known)}")  # fmt: skip
+    return params.post[name]

@@ -22,6 +22,7 @@ PACKAGES = {
     "source": "pipeline.data",
     "metric": "pipeline.metrics",
     "model family": "pipeline.models",
+    "post": "pipeline.post",
 }
 """Plug-in kind → the package whose ``REGISTRY`` holds its records."""
 WHAT = {"source": "dataset", "model family": "model.arch"}

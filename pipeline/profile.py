@@ -81,6 +81,8 @@ def listing(root: Path = Path(".")) -> tuple[list[str], int]:
     tree = read_tree(root / "params.yaml")
     rows = [("bm25", False, False), ("zero-shot", True, False)]
     rows += [(m, True, True) for m in tree.get("methods", {})]
+    rows += [(e, True, (v or {}).get("base") != "zero-shot")
+             for e, v in (tree.get("post") or {}).items()]  # fmt: skip
     lines, n_stale = [], 0
     for name, model, train in rows:
         path = root / "metrics" / f"{name}.json"

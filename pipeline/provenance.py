@@ -283,3 +283,16 @@ def read_metadata(path: str | Path) -> dict[str, Any] | None:
                 return loaded if isinstance(loaded, dict) else None
             lines.append(text[2:] if text.startswith("# ") else text.lstrip("#"))
     raise InputError(f"{p}: `# ir_metadata.start` without `# ir_metadata.end`")
+
+
+def post_metadata(params: Params, name: str, seed: int | None = None) -> dict[str, Any]:
+    """The ir_metadata of the run of ``post:`` entry ``name``: its base method's (the run it
+    re-ranks, `build_metadata`), tagged ``name``, with the post-processor and its settings
+    as the last step of ``method.retrieval``."""
+    entry = params.post[name]
+    meta = build_metadata(params, entry.base, seed=seed)
+    meta["tag"] = name
+    meta["implementation"]["executable"]["cmd"] = f"python -m stages.post {name}"
+    meta["method"]["retrieval"].append({"name": name, "method": "post-processing",
+                                        **entry.settings()})  # fmt: skip
+    return meta

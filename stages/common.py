@@ -14,6 +14,11 @@ from pipeline.errors import disk_full_line, is_disk_full, is_expected
 from pipeline.params import load_params
 
 Extra = Callable[[argparse.ArgumentParser], None]
+INTERRUPTED = (
+    "interrupted: rerun `dvc repro` to resume (finished stages are kept, and training continues "
+    "from its last checkpoint when train.checkpoint_every is set; no output is half-written)"
+)
+"""The one line a stage stopped by Ctrl-C (SIGINT) ends with (exit code 130)."""
 
 
 def setup(
@@ -47,12 +52,17 @@ def setup(
 
 def run_stage(main: Callable[[Sequence[str] | None], None]) -> None:
     """Run `main`; the project's own errors (`pipeline.errors`) and a full disk end with one
-    clear line and exit 1; anything else (a bug, CUDA out of memory) keeps its traceback."""
+    clear line and exit 1; Ctrl-C (SIGINT) with one line and exit 130 (every write is atomic,
+    `pipeline.io`: an output is whole or absent); anything else (a bug, CUDA out of memory)
+    keeps its traceback."""
     timing.stage_reset()
     try:
         main(None)
         if (line := timing.stage_line()) is not None:
             logging.getLogger("stages").info("%s", line)
+    except KeyboardInterrupt:
+        logging.getLogger("stages").error("%s", INTERRUPTED)
+        sys.exit(130)
     except Exception as e:
         if not is_expected(e) and not is_disk_full(e):
             raise

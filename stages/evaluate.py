@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pipeline import io, paths, profile
 from pipeline.data import get_source
 from pipeline.metrics import runner
-from pipeline.params import FIRST_STAGE, ZERO_SHOT, get_method
+from pipeline.params import FIRST_STAGE, ZERO_SHOT, get_method, get_post_entry
 from stages.common import run_stage, setup
 
 log = logging.getLogger("stages.evaluate")
@@ -26,8 +26,9 @@ def _args(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     ns = setup(__doc__ or "", argv, method=True, extra=_args)
     p, m, seed_runs = ns.params.evaluate, ns.method, ns.params.seed_runs_of(ns.method)
-    trained = not ns.first_stage and m != ZERO_SHOT
-    if trained:
+    post = get_post_entry(ns.params, m) if m in ns.params.post else None  # a `post:` entry
+    trained = not ns.first_stage and m != ZERO_SHOT and (post is None or post.base != ZERO_SHOT)
+    if trained and post is None:
         get_method(ns.params, m)
     with ns.clock("inputs"):  # the stage logs its phases' seconds (stages.common)
         shared = runner.read_shared()

@@ -23,11 +23,12 @@ log = logging.getLogger("stages.report")
 def main(argv: Sequence[str] | None = None) -> None:
     params = setup(__doc__ or "", argv).params
     methods = list(params.methods)  # from params, not a glob: removed methods leave stale files
-    if missing := unstaged_methods(methods):
+    if missing := unstaged_methods([*methods, *params.post]):
         raise InputError(f"methods {missing} of params.yaml have no stages in dvc.yaml: run "
                          "`python -m pipeline.deps --write`, then `dvc repro`")  # fmt: skip
+    post = {e: p.settings() for e, p in params.post.items()}  # inference-time entries
     written = build_report(
-        [*REFERENCE_ROWS, *methods], eval_dir=paths.EVAL, out_dir=paths.METRICS,
+        [*REFERENCE_ROWS, *methods, *post], eval_dir=paths.EVAL, out_dir=paths.METRICS,
         cutoffs=params.evaluate.cutoffs, baseline=methods[0], reference=REFERENCE_ROWS,
         info={"dataset": params.dataset.name, "model": f"{params.model.name} ({params.model.arch})",
               "evaluation": _evaluation(params.dataset.folds)},
@@ -36,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         bootstrap_seed=params.report.bootstrap_seed,
         folds=seed_folds(io.read_table(paths.FOLDS, schemas.FOLDS), params.train.seeds),
         controls=params.controls, saturated=get_source(params.dataset.name).saturated,
-        families=method_families({m: e.settings() for m, e in params.methods.items()}),
+        families=method_families({m: e.settings() for m, e in params.methods.items()}), post=post,
     )  # fmt: skip
     log.info("report: %d methods (baseline %s), %d files", len(methods), methods[0], len(written))
 

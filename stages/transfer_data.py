@@ -18,6 +18,7 @@ from pipeline.bias.group_words import group_words, group_words_line
 from pipeline.bias.lexicon import load_lexicon, load_wordlist
 from pipeline.bias.scoring import score_documents
 from pipeline.data import get_source
+from pipeline.data.common import check_extracted
 from pipeline.retrieval.bm25 import bm25_topk
 from pipeline.retrieval.folds import fill
 from stages.common import run_stage, setup
@@ -30,6 +31,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     t, c, s = ns.params.transfer, ns.params.candidates, ns.params.score
     cfg = ns.params.dataset.config_of(t.name)
     coll = get_source(t.name).fn(cfg)  # its own tables, no folds: every query is a test query
+    check_extracted(coll, f"transfer source {t.name!r}")  # no query or document without text
     judged = dict(coll.qrels.group_by("query_id").agg("doc_id").iter_rows())
     cands = bm25_topk(coll.corpus, coll.queries, k=c.top_k, k1=c.k1, b=c.b)
     cands = fill(cands, coll.queries, coll.corpus["doc_id"], judged, c.top_k, c.fill_seed)

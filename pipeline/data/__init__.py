@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.config import collect, lookup
-from pipeline.data.common import Extracted, Source
+from pipeline.data.common import Extracted, Source, check_extracted
 
 HELPERS = frozenset({"common", "irds", "trec_fair_articles", "trec_fair_submission"})
 """Public modules of this package that are not sources."""
@@ -39,7 +39,10 @@ def get_source(name: str) -> Source:
 def extract(name: str, cfg: Any) -> Extracted:
     """Source ``name``'s tables with its config; sources without folds get one (``fold`` 0 =
     the test queries, and every triple trains fold 0's model)."""
-    out = get_source(name).fn(cfg)
+    source = get_source(name)
+    out = source.fn(cfg)
+    collection = f" ({source.ir_datasets})" if source.ir_datasets else ""
+    check_extracted(out, f"source {name!r}{collection}")  # no query or document without text
     if "fold" in out.queries.columns:
         return out
     test = pl.col("split") == "test"

@@ -8,6 +8,14 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.errors import InputError
+
+USABLE = r"[^\W_]"
+"""A usable word has at least one letter or digit (any script): a text without one (empty,
+blank, punctuation or emoji only) gives BM25 and the rankers nothing to match."""
+SHOWN = 5
+"""How many offending ids an error names (then the count)."""
+
 
 @dataclass(frozen=True)
 class Extracted:
@@ -51,3 +59,31 @@ class Source:
     def section(self) -> str:
         """The key of its params section under ``dataset``."""
         return self.name.replace("-", "_")
+
+
+def ids_line(ids: list[str], shown: int = SHOWN) -> str:
+    """``'a', 'b', … (+3 more)``: the first ``shown`` of ``ids`` and how many more."""
+    more = f" (+{len(ids) - shown} more)" if len(ids) > shown else ""
+    return ", ".join(repr(i) for i in ids[:shown]) + more
+
+
+def check_texts(table: pl.DataFrame, id_column: str, what: str, where: str) -> None:
+    """Refuse ``table`` (``id_column``, ``text``) when a row has no usable word (``USABLE``):
+    an empty or emoji-only query would match no document, be filled with its own judged
+    documents and score MRR = nDCG = 1.0 (issue 43). ``what``: ``queries`` or ``documents``;
+    ``where``: the file or collection they were read from."""
+    text = pl.col("text").fill_null("")
+    bad = table.filter(~text.str.contains(USABLE))[id_column].cast(pl.Utf8).to_list()
+    if bad:
+        raise InputError(
+            f"{where}: {len(bad)} {what} have no usable text (no letter or digit): "
+            f"{id_column} {ids_line(bad)}; give each a text with at least one word, or "
+            "remove them (with their qrels)"
+        )
+
+
+def check_extracted(out: Extracted, where: str) -> None:
+    """``check_texts`` over a source's queries and corpus (every source, read from files or
+    ir_datasets: ``where`` names the source and its collection)."""
+    check_texts(out.queries, "query_id", "queries", where)
+    check_texts(out.corpus, "doc_id", "documents", where)

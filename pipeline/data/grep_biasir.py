@@ -8,8 +8,10 @@ into the pipeline's corpus / queries / qrels / triples tables.
 from __future__ import annotations
 
 import csv
+import functools
 import logging
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -17,8 +19,8 @@ from typing import Annotated
 import numpy as np
 import polars as pl
 
-from pipeline.config import Checked, Range
-from pipeline.data.common import Extracted, Source
+from pipeline.config import Checked, ParamsError, Range
+from pipeline.data.common import USABLE, Extracted, Source, check_texts
 from pipeline.errors import InputError
 from pipeline.manifest import verify
 from pipeline.retrieval.bm25 import bm25_topk
@@ -105,8 +107,11 @@ def _check_doc_row(path: Path, line: int, row: dict[str, str], query_ids: set[st
         problems.append(f"content_gender must be one of {GENDERS}, got {row['content_gender']!r}")
     if not row["d_id"].strip():
         problems.append("empty d_id")
-    if not row["document"].strip():
-        problems.append("empty document text")
+    if not re.search(USABLE, row["document"]):
+        problems.append(
+            f"document {row['d_id']!r} has no usable text (no letter or digit): "
+            f"{row['document'][:40]!r}; give it a text with at least one word"
+        )
     if problems:
         raise GrepBiasIRError(f"{path}, line {line}: " + "; ".join(problems))
 
@@ -122,6 +127,7 @@ def load_grep_biasir(root: Path = RESOURCE_DIR) -> GrepBiasIR:
             "category": [r["category"].strip() for _, r in qrows],
         }
     )
+    check_texts(queries, "query_id", "queries", str(root / "queries.csv"))
     qids = set(queries["query_id"])
     docs: dict[str, dict[str, str]] = {}
     qrels: list[tuple[str, str, int]] = []
@@ -287,6 +293,40 @@ class GrepBiasIRConfig(Checked):
     max_queries: Annotated[int, Range(ge=2)] | None = None
     splits: Annotated[int, Range(ge=1)] = 1
 
+    def __post_init__(self) -> None:
+        """The ranges that depend on each other and on the shipped data, checked where params
+        load (the ``params`` stage), before DVC removes any output (issue 43)."""
+        super().__post_init__()
+        if self.splits > 1 and self.folds < 2:
+            raise ParamsError(
+                f"params key 'splits': {self.splits} fold assignments need k-fold "
+                f"cross-validation; set folds to 2 or more (not {self.folds}), or splits to 1"
+            )
+        if self.folds == 1 and self.test_fraction == 0:
+            raise ParamsError(
+                "params key 'test_fraction': 0 holds out no query, so folds: 1 has nothing to "
+                "evaluate; set test_fraction in (0, 1] (default 0.3), or folds to 2 or more"
+            )
+        shipped = shipped_query_count()
+        n = shipped if self.max_queries is None else min(self.max_queries, shipped)
+        if shipped and self.folds > n:
+            used = f"max_queries {self.max_queries} of the " if n < shipped else "all "
+            raise ParamsError(
+                f"params key 'folds': {self.folds} folds need at least {self.folds} queries, and "
+                f"there are {n} ({used}{shipped} shipped Grep-BiasIR queries); set folds to "
+                f"1..{n}" + ("" if n == shipped else f", or raise max_queries to {self.folds}")
+            )
+
+
+@functools.cache
+def shipped_query_count(root: Path = RESOURCE_DIR) -> int:
+    """The number of queries in the shipped ``queries.csv`` (0 when it is missing or malformed:
+    the extract stage then names the file and the fix)."""
+    try:
+        return len(_read_rows(root / "queries.csv", QUERY_FIELDS))
+    except GrepBiasIRError:
+        return 0
+
 
 def extract(cfg: GrepBiasIRConfig) -> Extracted:
     """Grep-BiasIR (Krieg et al., SIGIR 2022; CC0, shipped): queries with ``fold`` and
@@ -300,11 +340,6 @@ def extract(cfg: GrepBiasIRConfig) -> Extracted:
     data = load_grep_biasir()
     if cfg.max_queries is not None:
         data = subset_queries(data, cfg.max_queries)
-    if cfg.splits > 1 and cfg.folds < 2:
-        raise InputError(
-            f"params key 'dataset.grep_biasir.splits': {cfg.splits} fold assignments need "
-            f"k-fold cross-validation (dataset.grep_biasir.folds >= 2, not {cfg.folds})"
-        )
     drawn = [_queries(data, cfg, cfg.split_seed + a) for a in range(cfg.splits)]
     queries = drawn[0]
     parts, folds, k = [], [], max(cfg.folds, 1)
@@ -328,8 +363,9 @@ def _queries(data: GrepBiasIR, cfg: GrepBiasIRConfig, seed: int) -> pl.DataFrame
         queries = assign_folds(data.queries, cfg.folds, seed)
     else:
         queries = split_queries(data.queries, cfg.test_fraction, seed)
-        test = pl.col("split") == "test"
-        queries = queries.with_columns(pl.when(test).then(0).otherwise(None).alias("fold"))
+        test = pl.col("split") == "test"  # an Int64 literal: the schema's type (issue 43)
+        fold = pl.when(test).then(pl.lit(0, pl.Int64)).otherwise(pl.lit(None, pl.Int64))
+        queries = queries.with_columns(fold.alias("fold"))
     return queries.with_columns(pl.lit("grep-biasir").alias("set"))
 
 

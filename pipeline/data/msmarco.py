@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from pipeline import io, schemas
 from pipeline.config import Checked, Range
-from pipeline.data.common import Extracted, Source
+from pipeline.data.common import Extracted, Source, check_texts
 from pipeline.data.irds import (
     Loader,
     Probe,
@@ -144,7 +144,7 @@ def load_query_set(name: QuerySet) -> pl.DataFrame:
     path = QUERY_SETS[name]
     if not path.exists():
         raise FileNotFoundError(f"{path}: shipped query set missing; restore it from git")
-    return pl.read_csv(
+    queries = pl.read_csv(
         path,
         separator="\t",
         has_header=False,
@@ -152,6 +152,8 @@ def load_query_set(name: QuerySet) -> pl.DataFrame:
         schema_overrides={"query_id": pl.Utf8, "text": pl.Utf8},
         quote_char=None,
     )
+    check_texts(queries, "query_id", "queries", str(path))
+    return queries
 
 
 def dev_qrels(load: Loader, query_ids: set[str]) -> pl.DataFrame:

@@ -43,12 +43,17 @@ import yaml
 
 VARS = "method_code"
 """The generated dict of dvc.yaml's `vars` that the per-method stages iterate."""
+POST_VARS = "post_code"
+"""The generated dict of the `post:` entries (per entry its ``base``): `post@<entry>`."""
+EVAL_VARS = "eval_code"
+"""The generated dict of every row the `evaluate` stage iterates: the methods and the
+`post:` entries (per row its ``kind``)."""
 
 
 def unstaged_methods(methods: Sequence[str], dvc_yaml: str | Path = "dvc.yaml") -> list[str]:
     """The methods of ``methods`` that dvc.yaml's generated per-method stages lack (added to
     params.yaml without `python -m pipeline.deps --write`)."""
     doc = yaml.safe_load(Path(dvc_yaml).read_text(encoding="utf-8")) or {}
-    table = next((v[VARS] for v in doc.get("vars") or [] if isinstance(v, dict) and VARS in v),
-                 None)  # fmt: skip
+    table = next((v[EVAL_VARS] for v in doc.get("vars") or []
+                  if isinstance(v, dict) and EVAL_VARS in v), None)  # fmt: skip
     return [] if table is None else [m for m in methods if m not in table]

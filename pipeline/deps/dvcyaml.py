@@ -80,13 +80,16 @@ def _scalar(value: str) -> str:
     return value if plain and "#" not in value else '"' + value.replace('"', '\\"') + '"'
 
 
-def vars_block(name: str, table: Mapping[str, Mapping[str, str]], note: Sequence[str]) -> list[str]:
-    """The top-level ``vars:`` block holding ``name: table`` (one entry per method)."""
+def vars_block(
+    tables: Mapping[str, Mapping[str, Mapping[str, str]]], note: Sequence[str]
+) -> list[str]:
+    """The top-level ``vars:`` block holding each ``name: table`` (one entry per method)."""
     out = ["vars:", f"  {MARKER}", *(f"  # {line}" if line else "  #" for line in note)]
-    out.append(f"  - {name}:")
-    for key, fields in table.items():
-        out.append(f"      {_scalar(key)}:")
-        out += [f"        {k}: {_scalar(v)}" for k, v in fields.items()]
+    for name, table in tables.items():
+        out.append(f"  - {name}:" + ("" if table else " {}"))
+        for key, fields in table.items():
+            out.append(f"      {_scalar(key)}:")
+            out += [f"        {k}: {_scalar(v)}" for k, v in fields.items()]
     return out
 
 

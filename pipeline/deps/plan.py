@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from pipeline import paths
-from pipeline.deps import VARS, dvcyaml
+from pipeline.deps import EVAL_VARS, POST_VARS, VARS, dvcyaml
 from pipeline.deps.imports import RESOURCES, Graph, scan
 from pipeline.deps.records import REGISTRIES, record_modules, referenced_losses
 from pipeline.errors import InputError
@@ -39,6 +39,7 @@ USES: dict[str, tuple[str, ...]] = {
     "stages.audit": ("metrics",),
     "stages.curriculum_figure": (),
     "stages.report": ("metrics",),
+    "stages.post": ("posts",),
 }
 """The plug-in records each stage module runs: all ``sources`` / ``metrics``, the ``source``
 of ``dataset.name``, the ``model`` family of ``model.arch``, the method's ``ordering`` and
@@ -92,7 +93,7 @@ class Planner:
 
     def _selected(self, use: str, method: str | None) -> tuple[set[str], list[str]]:
         """Record modules of ``use`` (and template lines) for the stage / ``method``."""
-        if use in ("sources", "metrics", "losses", "orderings"):
+        if use in ("sources", "metrics", "losses", "orderings", "posts"):
             return set(self.records[use].values()), []
         if use == "source":
             return {self.records["sources"][self.params.dataset.name]}, []
@@ -186,12 +187,25 @@ def code_files(root: Path, params: Params) -> dict[str, list[str]]:
     return out
 
 
+def var_tables(params: Params) -> dict[str, dict[str, dict[str, str]]]:
+    """The generated ``vars`` of dvc.yaml: the trained methods (``method_code``), the
+    ``post:`` entries (``post_code``) and both together (``eval_code``)."""
+    return {
+        VARS: {m: {"ordering": params.methods[m].ordering} for m in params.methods},
+        POST_VARS: {e: {"base": p.base} for e, p in params.post.items()},
+        EVAL_VARS: {
+            **{m: {"kind": "method"} for m in params.methods},
+            **{e: {"kind": "post"} for e in params.post},
+        },
+    }
+
+
 def render(text: str, root: Path, params: Params) -> str:
     """``text`` (dvc.yaml) with every stage's code deps generated and the `vars` block."""
     doc = yaml.safe_load(text)
     planner = Planner(root, params)
     lines = text.splitlines()
-    table = {m: {"ordering": params.methods[m].ordering} for m in params.methods}
+    tables = var_tables(params)
     for name, stage in doc["stages"].items():
         module = _module(stage)
         if module is None or module not in planner.graph.files:
@@ -204,10 +218,11 @@ def render(text: str, root: Path, params: Params) -> str:
         if per_method:
             dvcyaml.set_foreach(lines, name, f"${{{VARS}}}")
     note = [
-        "(do not edit; `--check` fails when it is stale): per method, its ordering; the",
-        "stages' code deps are the digests the `params` stage writes (pipeline/deps).",
+        "(do not edit; `--check` fails when it is stale): per method, its ordering; per",
+        "`post:` entry, its base; every row the evaluate stage runs; the stages' code deps",
+        "are the digests the `params` stage writes (pipeline/deps).",
     ]
-    dvcyaml.set_vars(lines, dvcyaml.vars_block(VARS, table, note))
+    dvcyaml.set_vars(lines, dvcyaml.vars_block(tables, note))
     out = "\n".join(lines) + ("\n" if text.endswith("\n") else "")
     dvcyaml.check_only_deps_changed(text, out)
     return out
@@ -260,10 +275,9 @@ def resolved_deps(text: str, target: str, params: Mapping[str, Any]) -> list[str
     stage = doc["stages"].get(name)
     if stage is None:
         raise InputError(f"no stage {name!r} in dvc.yaml; known: {sorted(doc['stages'])}")
-    table: dict[str, dict[str, str]] = next(
-        (v[VARS] for v in doc.get("vars") or [] if VARS in v), {}
-    )
-    item = table.get(key, {})
+    tables = {k: t for v in doc.get("vars") or [] for k, t in v.items()}
+    table = tables.get(str(stage.get("foreach", "")).strip("${}")) or {}
+    item: dict[str, str] = table.get(key, {})
     out = []
     for dep in stage.get("do", stage).get("deps", []):
         dep = re.sub(r"\$\{item\.(\w+)\}", lambda m: str(item[m.group(1)]), dep)

@@ -39,6 +39,7 @@ REGISTRIES = {
     "losses": Registry("pipeline.train.losses", "LOSSES", "pipeline.train.losses"),
     "metrics": Registry("pipeline.metrics", "METRICS", "pipeline.metrics"),
     "models": Registry("pipeline.models", None, "pipeline.models"),
+    "posts": Registry("pipeline.post", "POSTS", "pipeline.post"),
 }
 
 

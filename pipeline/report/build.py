@@ -20,6 +20,7 @@ Outputs (all written atomically):
 | `<out_dir>/variation.md`, `<plots_dir>/variation_bins.png` | nDCG@10 μ/σ/c_v per complexity bin |
 | `<plots_dir>/training.png` | training loss and learning rate of every trained method |
 | `<out_dir>/adversary.csv` | AdvBERT's adversary per model: accuracy vs majority (`train_dir`) |
+| `<plots_dir>/frontier.png` | re-ranking frontier of the `post:` entries, every trained method |
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -43,6 +45,7 @@ from pipeline.report.family_figures import tradeoff_figure, training_figure
 from pipeline.report.findings import findings_markdown
 from pipeline.report.inputs import load_per_query
 from pipeline.report.plots import save_png
+from pipeline.report.post_section import post_report
 from pipeline.report.ranx_export import ranx_report
 from pipeline.report.scopes import JUDGED, judged_markdown, scope_comparison
 from pipeline.report.significance import ALPHA, as_seeds, compare
@@ -178,6 +181,7 @@ def build_report(
     saturated: Mapping[str, str] | None = None,
     transfer_data: str | Path | None = None,
     families: Mapping[str, str] | None = None,
+    post: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Path]:
     """Write the summary tables (and, with `plots_dir`, the figures); return the paths written.
 
@@ -190,9 +194,12 @@ def build_report(
     record's ``saturated``).
     `transfer_data`: the held-out collection's tables (`data/transfer`), whose confounds
     the transfer section states.
+    `post`: the ``post:`` entries (their settings), each also in `method_names`: compared
+    with the baseline as their own family, in their own section (`pipeline.report.post_section`).
     """
-    out, written = Path(out_dir), []
+    out, written, post = Path(out_dir), [], dict(post or {})
     metrics = {m: io.read_json(Path(eval_dir) / m / "metrics.json") for m in method_names}
+    method_names = [m for m in method_names if m not in post]
     per_query = {m: load_per_query(eval_dir, m) for m in method_names}
     cmp = compare(
         per_query, baseline, reference=reference, alpha=alpha, correction=correction, folds=folds
@@ -233,6 +240,13 @@ def build_report(
         md += transfer_markdown(transfer, baseline, reference, cutoffs, notes)
         named = pl.format("{}.{}", pl.lit(TRANSFER), "metric").alias("metric")
         cmp = pl.concat([cmp, transfer.with_columns(named)])
+    k = 10 if 10 in cutoffs else cutoffs[0]
+    frontier_fig = None
+    if post:
+        post_md, post_rows, frontier_fig = post_report(
+            eval_dir, baseline, post, cmp, k, alpha=alpha, correction=correction, folds=folds)
+        md += "\n" + post_md
+        cmp = pl.concat([cmp, post_rows])
     if train_dir is not None:  # its header alone when no method trains an adversary
         adversary = adversary_table(train_dir, method_names)
         md += adversary_markdown(adversary)
@@ -247,10 +261,15 @@ def build_report(
     io.write_json(ranx_report(per_query, ranx_metrics(cmp, cutoffs)), out / RANX_JSON)
     written += [out / "summary.md", out / "summary.csv", out / "comparison.csv", out / RANX_JSON]
     if plots_dir is not None:
-        written += _figures(cmp, cutoffs, Path(plots_dir), train_dir, baseline, reference,
+        shown_cmp = cmp.filter(~pl.col("method").is_in(list(post)))
+        written += _figures(shown_cmp, cutoffs, Path(plots_dir), train_dir, baseline, reference,
                             families)  # fmt: skip
+        if frontier_fig is not None:
+            save_png(frontier_fig, Path(plots_dir) / "frontier.png")
+            written.append(Path(plots_dir) / "frontier.png")
     written += write_variation(
-        metrics, out, None if plots_dir is None else Path(plots_dir), per_query, baseline,
+        {m: metrics[m] for m in method_names}, out,
+        None if plots_dir is None else Path(plots_dir), per_query, baseline,
         bootstrap_samples, bootstrap_seed,
     )  # fmt: skip
     log.info(

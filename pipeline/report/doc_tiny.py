@@ -17,7 +17,8 @@ TINY_PROFILE = (
     "steps), which stands for the default with two changes: `train.seeds: [1]` (the "
     "default's `seed-<n>/` folders, one seed) and as methods exactly those the blocks name "
     "(the tiny profile's entry where it has one, else the default's; the default's first "
-    "method, the baseline, first). A block marked `offline=REGEX` needs the "
+    "method, the baseline, first), and as `post:` entries those the blocks name (the tiny "
+    "profile's where it has one). A block marked `offline=REGEX` needs the "
     "network: it runs offline and must stop with output matching REGEX (the point where it "
     "needs the network); the README's `recover` block then restores the workspace."
 )
@@ -45,5 +46,16 @@ def tiny_params(tiny: Mapping[str, Any], default: Mapping[str, Any],
     controls = {c: {**v, "of": [m for m in v.get("of", []) if m in wanted]}
                 for c, v in (tiny.get("controls") or {}).items() if c in wanted}  # fmt: skip
     out["controls"] = {c: v for c, v in controls.items() if v["of"]}
+    out["post"] = tiny_post(tiny, default, blocks, [*out["methods"], "zero-shot"])
     out["train"] = {**tiny["train"], "seeds": [1]}
     return out
+
+
+def tiny_post(tiny: Mapping[str, Any], default: Mapping[str, Any], blocks: Sequence[Block],
+              bases: Sequence[str]) -> dict[str, Any]:  # fmt: skip
+    """The `post:` entries the blocks name (the tiny profile's entry where it has one, else
+    the default's) whose base is kept."""
+    mine, theirs = tiny.get("post") or {}, default.get("post") or {}
+    wanted = named_methods(blocks, list({**theirs, **mine}))
+    entries = {e: mine.get(e, theirs.get(e)) for e in wanted}
+    return {e: v for e, v in entries.items() if (v or {}).get("base") in bases}

@@ -37,6 +37,7 @@ def embed(readme: str, summary: str) -> str:
     head, rest = readme.split(START, 1)
     _, tail = rest.split(END, 1)
     body = sections(summary).replace("# Summary\n", "", 1).replace("\n## ", "\n### ").strip()
+    body = body.replace("](../plots/", "](plots/")  # figures linked from metrics/summary.md
     note = ("_Generated from `metrics/summary.md` by `python -m pipeline.report.readme` (the "
             "cut-off 20 and gap tables are in that file)._")  # fmt: skip
     return f"{head}{START}\n{note}\n\n{body}\n{END}{tail}"

@@ -36,13 +36,16 @@ def _expand(value: Any, key: str, item: Mapping[str, Any]) -> Any:
 
 @cache
 def stages(root: Path) -> dict[str, dict[str, Any]]:
-    """Every stage of dvc.yaml by name (`train@baseline`), its `foreach` expanded."""
-    spec = yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    """Every stage of dvc.yaml by name (`train@baseline`), its `foreach` expanded over the
+    generated `vars` table it names (`method_code`, `post_code`, `eval_code`)."""
+    doc = yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))
+    tables = {k: t or {} for v in doc.get("vars") or [] for k, t in v.items()}
     methods = _params(root)["methods"]
     out: dict[str, dict[str, Any]] = {}
-    for name, stage in spec.items():
+    for name, stage in doc["stages"].items():
         if "foreach" in stage:
-            for key, item in methods.items():
+            table = tables.get(str(stage["foreach"]).strip("${}"), methods)
+            for key, item in table.items():
                 out[f"{name}@{key}"] = _expand(stage["do"], key, item)
         else:
             out[name] = stage
@@ -96,14 +99,23 @@ def reruns(root: Path, key: str) -> list[str]:
     return [n for n in graph if n in ran]  # in dvc.yaml's order
 
 
+def _every(names: Sequence[str], post: set[str]) -> str:
+    keys = {n.split("@", 1)[1] for n in names}
+    if keys <= post:
+        return " of every `post:` entry"
+    return " of every method and `post:` entry" if keys & post else " of every method"
+
+
 def rerun_text(root: Path, key: str) -> str:
     """`reruns` as prose: single stages by name, a `foreach` family as one `name@` entry."""
-    names, methods = reruns(root, key), list(_params(root)["methods"])
-    every = {n.split("@")[0] for n in names if "@" in n}
-    every = {f for f in every if all(f"{f}@{m}" in names for m in methods)}
+    names, graph = reruns(root, key), stages(root)
+    post = set(_params(root).get("post") or {})
+    members = {f: [n for n in graph if n.split("@")[0] == f] for f in {n.split("@")[0] for n in
+               graph if "@" in n}}  # fmt: skip
+    every = {f for f, ns in members.items() if ns and all(n in names for n in ns)}
     shown = list(dict.fromkeys(n.split("@")[0] + "@" if n.split("@")[0] in every else n
                                for n in names))  # fmt: skip
-    each = [f"`{n}`" + (" of every method" if n.endswith("@") else "") for n in shown]
+    each = [f"`{n}`" + (_every(members[n[:-1]], post) if n.endswith("@") else "") for n in shown]
     return f"{', '.join(each[:-1])} and {each[-1]}" if len(each) > 1 else "".join(each)
 
 

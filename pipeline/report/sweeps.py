@@ -14,7 +14,9 @@ success, failed, or null for a finished one). Queued, running and failed experim
 any with an `error`) are skipped: a failed experiment still shows the metrics of its base
 commit. The workspace row is skipped unless asked for.
 
-A parameter named `methods.*.<key>` is per method: a method's point uses its own
+A parameter named `post.*.<key>` is per inference-time entry (`post.<entry>.<key>`, e.g.
+`post.*.lambda`: each entry's λ; the methods are drawn as flat reference lines). A parameter
+named `methods.*.<key>` is per method: a method's point uses its own
 `methods.<method>.<key>`, or the setting `<key>` of its first loss term that has one
 (`methods.<method>.loss.<i>.<key>`: `methods.*.lambda` is each method's λ); methods without
 that key are left out. Any other parameter is shared: every method gets a point.
@@ -41,6 +43,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PARAMS = (
     "methods.*.lambda",
+    "post.*.lambda",
     "orderings.curriculum.sigma",
     "orderings.curriculum.n_buckets",
 )
@@ -127,7 +130,14 @@ def experiments(doc: Sequence[Mapping[str, Any]], workspace: bool = False) -> li
     return list(out.values())
 
 
+PER_ROW = ("methods.*.", "post.*.")
+"""Per-row parameters: a trained method's (`methods.<m>.…`) or an inference-time entry's
+(`post.<entry>.…`, e.g. its λ)."""
+
+
 def _x_of(exp: Experiment, param: str, method: str) -> Any:
+    if param.startswith("post.*."):
+        return exp.params.get(f"post.{method}.{param.removeprefix('post.*.')}")
     if param.startswith("methods.*."):
         key = param.removeprefix("methods.*.")
         own = exp.params.get(f"methods.{method}.{key}")
@@ -214,7 +224,7 @@ def flat_frame(
     that lack the key (e.g. `baseline` in a λ sweep), drawn as dashed reference lines."""
     schema = {"method": pl.Utf8, **dict.fromkeys(metrics, pl.Float64)}
     rows = []
-    for exp in exps if param.startswith("methods.*.") else []:
+    for exp in exps if param.startswith(PER_ROW) else []:
         if any(exp.params.get(k) != v for k, v in (where or {}).items()):
             continue
         for method, values in exp.metrics.items():
@@ -222,7 +232,7 @@ def flat_frame(
             if (
                 keep
                 and _x_of(exp, param, method) is None
-                and any(k.startswith(f"methods.{method}.loss") for k in exp.params)
+                and any(k.startswith(f"methods.{method}.") for k in exp.params)
             ):
                 rows.append({"method": method} | {m: values.get(m) for m in metrics})
     frame = pl.DataFrame(rows, schema=schema)
@@ -232,7 +242,9 @@ def flat_frame(
 def slug(param: str) -> str:
     """File stem of a parameter: `methods.*.lambda` → `lambda`, `orderings.curriculum.sigma`
     → `sigma` (an ordering's own parameter), `train.lr` → `train_lr`."""
-    if param.startswith("methods.*."):
+    if param.startswith("post.*."):
+        param = "post_" + param.removeprefix("post.*.")
+    elif param.startswith("methods.*."):
         param = param.removeprefix("methods.*.")
     elif param.startswith("orderings.") and param.count(".") >= 2:
         param = param.split(".", 2)[2]

@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # imported where used: a module reading the data sources stay
     import bm25s
 
 log = logging.getLogger(__name__)
+UNMATCHED_SHOWN = 5
+"""How many of the queries that matched no document the warning names (then the count)."""
 
 
 def tokenize(texts: list[str]) -> list[list[str]]:
@@ -203,9 +205,13 @@ def top_k_frame(
     training queries × 100 candidates are 40M rows)."""
     tops = list(scorer.top_k_many(queries, k))
     sizes = np.fromiter((top.size for top, _ in tops), dtype=np.int64, count=len(tops))
-    empty = int((sizes == 0).sum())
+    empty = [str(query_ids[int(i)]) for i in np.flatnonzero(sizes == 0)]
     if empty:
-        log.warning("BM25: %d of %d queries matched no document", empty, len(query_ids))
+        shown = ", ".join(repr(q) for q in empty[:UNMATCHED_SHOWN])
+        more = f" (+{len(empty) - UNMATCHED_SHOWN} more)" if len(empty) > UNMATCHED_SHOWN else ""
+        log.warning("BM25: %d of %d queries matched no document (no word of theirs is in the "
+                    "collection, or only stop words): query_id %s%s", len(empty),
+                    len(query_ids), shown, more)  # fmt: skip
     starts = np.cumsum(sizes) - sizes
     rows = np.arange(int(sizes.sum()), dtype=np.int64)
     return pl.DataFrame(

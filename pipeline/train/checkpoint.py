@@ -275,7 +275,10 @@ class Checkpointer:
         scheduler.load_state_dict(data["scheduler"])
         set_rng_state(data["rng"][self.rank.rank], self.device)
         state = TrainState(data["step"], data["rows"], data["window"], data["pairs"])
-        logger.info("resuming from %s at step %d", checkpoint_path(self.directory), state.step)
+        if self.rank.is_main:  # a warning: the job processes of train.workers log only those
+            logger.warning("resumed training from step %d of checkpoint %s (saved by an "
+                           "interrupted run with the same settings and inputs)", state.step,
+                           checkpoint_path(self.directory))  # fmt: skip
         return state
 
     def step_done(

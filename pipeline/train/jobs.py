@@ -94,7 +94,8 @@ def _serve(conn: Connection) -> None:
     parent = multiprocessing.parent_process()
     if parent is not None:  # killed caller: no orphan keeps training and writing
         threading.Thread(target=lambda: (wait([parent.sentinel]), os._exit(1)), daemon=True).start()
-    with contextlib.suppress(EOFError, OSError):
+    # Ctrl-C reaches every process of the group: the caller says it once (stages.common)
+    with contextlib.suppress(EOFError, OSError, KeyboardInterrupt):
         fn, context, threads = conn.recv()
         import torch
 

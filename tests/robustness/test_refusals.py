@@ -66,8 +66,10 @@ def _ran(proc: subprocess.CompletedProcess[str]) -> list[str]:
     ("override", "words"),
     [("train.lr=-0.001", r"params key 'train\.lr': -0\.001 is out of range"),
      ("+trian.lr=0.1", r"params key 'trian' is unknown; .*did you mean 'train'\?"),
-     ("+bogus.x=1", r"params key 'bogus' is unknown; known sections")],
-    ids=["out-of-range", "misspelt-section", "unknown-section"],
+     ("+bogus.x=1", r"params key 'bogus' is unknown; known sections"),
+     ("dataset.grep_biasir.folds=500", r"params key 'dataset\.grep_biasir\.folds': 500 folds "
+      r"need at least 500 queries, and there are 8 .*set folds to 1\.\.8")],
+    ids=["out-of-range", "misspelt-section", "unknown-section", "folds-over-the-data"],
 )  # fmt: skip
 def test_a_refused_parameter_stops_before_any_output_is_touched(
     repo: Path, override: str, words: str

@@ -32,7 +32,7 @@ def run(
     return proc
 
 
-WHOLE = ("methods", "controls")  # sections a profile replaces whole
+WHOLE = ("methods", "controls", "post")  # sections a profile replaces whole
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -39,6 +39,40 @@ def test_repro_writes_every_artifact(tiny_repo: Path) -> None:
     assert "baseline" in set(controls["control"])
 
 
+def test_inference_time_entries_and_the_planted_positive_control(tiny_repo: Path) -> None:
+    """The `post:` entries re-rank the baseline's runs (same rows), λ 0 is its ranking, the
+    planted λ 5 is detected by the report's test, and the frontier section and figure exist."""
+    base = pl.read_parquet(tiny_repo / "runs/baseline/run.parquet")
+    zero = pl.read_parquet(tiny_repo / "runs/shift_0/run.parquet")
+    key = ["query_id", "doc_id", "rank"]
+    assert zero.select(key).sort(key).equals(base.select(key).sort(key))
+    assert (tiny_repo / "runs/shift_5/transfer.parquet").is_file()
+    meta = (tiny_repo / "runs/shift_5/run.trec.ir_metadata.yaml").read_text()
+    assert "processor: score_shift" in meta and "stages.post shift_5" in meta
+    base_m = json.loads((tiny_repo / "metrics/baseline.json").read_text())
+    zero_m = json.loads((tiny_repo / "metrics/shift_0.json").read_text())
+    assert zero_m["NFaiRR@10"] == base_m["NFaiRR@10"] and zero_m["MRR@10"] == base_m["MRR@10"]
+    planted = json.loads((tiny_repo / "metrics/shift_5.json").read_text())
+    assert planted["NFaiRR@10"] > base_m["NFaiRR@10"]
+    summary = (tiny_repo / "metrics/summary.md").read_text()
+    section = summary[summary.index("## Inference-time methods"):]
+    row = next(line for line in section.splitlines() if line.startswith("| shift_5 |"))
+    assert "| yes" in row, row
+    zero_row = next(line for line in section.splitlines() if line.startswith("| shift_0 |"))
+    assert "+0.0000" in zero_row and "| no" in zero_row, zero_row
+    assert "**Positive control: detected.**" in section
+    assert "against the re-ranking frontier" in section and "- **penalty_irrelevant**:" in section
+    assert (tiny_repo / "plots/report/frontier.png").stat().st_size > 10_000
+    cmp = pl.read_csv(tiny_repo / "metrics/comparison.csv")
+    assert {"shift_5", "fa_ir"} <= set(cmp["method"])
+
+
+def test_a_post_lambda_reruns_only_its_entry(tiny_repo: Path, dvc: Dvc) -> None:
+    out = dvc(tiny_repo, "exp", "run", "-S", "post.shift_05.lambda=1")
+    ran = {"params", "post@shift_05", "evaluate@shift_05", "report"}
+    assert _ran(out.stdout) == ran, out.stdout
+
+
 def test_lambda_change_reruns_only_that_method(tiny_repo: Path, dvc: Dvc) -> None:
     before = (tiny_repo / "metrics/penalty_irrelevant.json").read_text()
     order = (tiny_repo / "data/order/penalty_irrelevant.parquet").read_bytes()

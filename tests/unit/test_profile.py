@@ -40,6 +40,7 @@ def test_listing_marks_the_files_of_another_profile(
 ) -> None:
     tree = _tree()
     tree["methods"] = {m: tree["methods"][m] for m in ("baseline", "penalty_relevant")}
+    tree["post"] = {}  # no inference-time rows here
     (tmp_path / "metrics").mkdir()
     old = dict(tree, train=dict(tree["train"], max_steps=None))
     new = dict(tree, train=dict(tree["train"], max_steps=10))
