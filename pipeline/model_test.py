@@ -181,7 +181,8 @@ def p_values(x: np.ndarray, d: Design, upper: float | None = UPPER) -> np.ndarra
 class ModelTest:
     """One comparison: the mean difference, its standard error and df, the two-sided p and
     the design (queries, seeds, models; ``models_in_se``: whether the model component is in
-    the standard error)."""
+    the standard error; ``components``: the fitted ``σ²_model, σ²_query, σ²_residual``
+    where the model component is estimable, what ``pipeline.model_power`` simulates)."""
 
     diff: float
     se: float
@@ -191,6 +192,7 @@ class ModelTest:
     n_seeds: int
     n_models: int
     models_in_se: bool
+    components: tuple[float, float, float] | None = None
 
     def interval(self, level: float) -> tuple[float, float]:
         """The t interval of ``diff`` at ``level`` (e.g. the Bonferroni level 1 − α/m)."""
@@ -239,4 +241,6 @@ def model_query_test(
     var, df = variance_df(x[None], d)
     se = math.sqrt(float(var[0]))
     p = float(2 * stats.t.sf(abs(diff) / se, df[0])) if se > 0 else 0.0
-    return ModelTest(diff, se, float(df[0]), p, n, s, d.n_models, d.estimable)
+    c = components(x[None], d)[0] if d.estimable else None
+    parts = None if c is None else (float(c[0]), float(c[1]), float(c[2]))
+    return ModelTest(diff, se, float(df[0]), p, n, s, d.n_models, d.estimable, parts)

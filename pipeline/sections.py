@@ -80,12 +80,16 @@ class EvaluateParams:
 
 @dataclass(frozen=True)
 class ReportParams(Checked):
-    """The report's comparison with the baseline (SPEC §4.8): multiple-comparison correction
-    and the paired bootstrap CI of each difference (pipeline/stats.py)."""
+    """The report's comparison with the baseline (SPEC §4.8): multiple-comparison correction,
+    the paired bootstrap CI of each difference (pipeline/stats.py), and the verdicts' rule
+    (issue 40, pipeline/report/verdict_rule.py): the ``primary`` fairness metric that decides
+    "fairer" and the F/M ``balance_margin`` (male-wins share) of the equivalence test."""
 
     correction: Literal["bonferroni", "holm"] = "bonferroni"
     bootstrap_samples: Annotated[int, Range(ge=100)] = 10_000
     bootstrap_seed: Annotated[int, Range(ge=0)] = 0
+    primary: Literal["NFaiRR@10", "ARaB-tf-abs@10", "LIWC@10", "gap-abs"] = "NFaiRR@10"
+    balance_margin: Annotated[float, Range(gt=0, le=0.25)] = 0.05
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from pipeline.params import FIRST_STAGE, REFERENCE_ROWS
 from pipeline.report.build import build_report
 from pipeline.report.family_figures import method_families
 from pipeline.report.per_query import seed_folds
+from pipeline.report.verdict_rule import VerdictRule
 from stages.common import run_stage, setup
 
 log = logging.getLogger("stages.report")
@@ -38,6 +39,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         folds=seed_folds(io.read_table(paths.FOLDS, schemas.FOLDS), params.train.seeds),
         controls=params.controls, saturated=get_source(params.dataset.name).saturated,
         families=method_families({m: e.settings() for m, e in params.methods.items()}), post=post,
+        rule=VerdictRule(params.report.primary, params.report.balance_margin),
     )  # fmt: skip
     log.info("report: %d methods (baseline %s), %d files", len(methods), methods[0], len(written))
 

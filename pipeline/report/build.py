@@ -34,6 +34,7 @@ import polars as pl
 
 from pipeline import io, schemas
 from pipeline.report.adversary import adversary_markdown, adversary_table
+from pipeline.report.claims import DEFAULT_RULE
 from pipeline.report.controls import (
     ControlEntry,
     compare_controls,
@@ -65,6 +66,7 @@ from pipeline.report.transfer import (
     transfer_notes,
 )
 from pipeline.report.variation import write_variation
+from pipeline.report.verdict_rule import VerdictRule
 from pipeline.stats import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
 
 log = logging.getLogger(__name__)
@@ -182,6 +184,7 @@ def build_report(
     transfer_data: str | Path | None = None,
     families: Mapping[str, str] | None = None,
     post: Mapping[str, Mapping[str, Any]] | None = None,
+    rule: VerdictRule = DEFAULT_RULE,
 ) -> list[Path]:
     """Write the summary tables (and, with `plots_dir`, the figures); return the paths written.
 
@@ -196,6 +199,8 @@ def build_report(
     the transfer section states.
     `post`: the ``post:`` entries (their settings), each also in `method_names`: compared
     with the baseline as their own family, in their own section (`pipeline.report.post_section`).
+    `rule`: the verdicts' primary metric and balance margin (params.yaml `report.primary`,
+    `report.balance_margin`; `pipeline.report.verdict_rule`).
     """
     out, written, post = Path(out_dir), [], dict(post or {})
     metrics = {m: io.read_json(Path(eval_dir) / m / "metrics.json") for m in method_names}
@@ -229,7 +234,8 @@ def build_report(
     )
     seeds = sorted(as_seeds(per_query[baseline]))
     md += "\n" + findings_markdown(cmp, baseline, skip=reference, training=training,
-                                   seeds=seeds if len(seeds) > 1 else (), alpha=alpha)  # fmt: skip
+                                   seeds=seeds if len(seeds) > 1 else (), alpha=alpha, rule=rule,
+                                   scopes={JUDGED: judged, TRANSFER: transfer})  # fmt: skip
     md += controls_text(ccmp, pairs, len(controls or {}))
     if judged is not None:
         md += judged_markdown(judged, baseline, reference, cutoffs)
@@ -237,7 +243,7 @@ def build_report(
         cmp = pl.concat([cmp, judged.with_columns(scoped)])
     if transfer is not None:
         notes = transfer_notes(transfer_data) if transfer_data is not None else ()
-        md += transfer_markdown(transfer, baseline, reference, cutoffs, notes)
+        md += transfer_markdown(transfer, baseline, reference, cutoffs, notes, rule)
         named = pl.format("{}.{}", pl.lit(TRANSFER), "metric").alias("metric")
         cmp = pl.concat([cmp, transfer.with_columns(named)])
     k = 10 if 10 in cutoffs else cutoffs[0]

@@ -11,15 +11,22 @@ interval:
   model) excludes zero in that direction; otherwise **no detectable difference (MDE x)**,
   x the minimal detectable effect of the design that was run (80% power at α/m), or "no
   change the metric can take is detectable" where that MDE exceeds the metric's range;
-- per method (:class:`Verdict`), **magnitude and direction together**: the balance between
-  the female and male versions is the male-wins share (F/M ties count ½), tested against
-  ½ (``target_low``/``target_high``: *male-leaning* / *female-leaning*) and against the
-  baseline (*more male wins* / *more female wins*); the neutral-first share against the
-  baseline. The verdict is **fairer** only where a fairness magnitude improves beyond noise,
-  none worsens, and the balance moves beyond noise in neither test; otherwise it names what
-  moved ("fairer by NFaiRR@10, male-leaning"; "neutral first more often, more male wins";
-  "male-leaning as the baseline" where the baseline leans the same way beyond noise);
-  where nothing moved, "no detectable difference in fairness or direction".
+- per method (:class:`Verdict`), **magnitude and direction together**, by the rule of
+  ``pipeline.report.verdict_rule`` (issue 40): *fairer* / *less fair* is decided by the
+  **primary** fairness metric (``report.primary``, NFaiRR@10) at the Bonferroni level; the
+  other fairness magnitudes are secondary, Holm across them (one that worsens still vetoes
+  "fairer"). The balance between the female and male versions is the male-wins share (F/M
+  ties count ½): **balanced (within ±5 points)** only where two one-sided tests establish
+  both the share against ½ and its change vs the baseline inside ``report.balance_margin``;
+  a shift whose estimate leaves the margin is named with its side ("male-leaning: +9.6
+  points"; "more male wins: …" where it is also beyond noise); a significant lean against ½
+  is named as before ("male-leaning as the baseline" where the baseline leans the same way);
+  otherwise **balance not established**. The verdict is plain **fairer** only where the
+  primary improves, nothing worsens and the balance is established; otherwise it names what
+  moved ("fairer by NFaiRR@10, balance not established"); where nothing moved, "no
+  detectable difference in fairness or direction". A line given the judged scope's and the
+  transfer collection's comparisons says whether the primary effect holds, reverses or
+  vanishes there, with that comparison's MDE.
 
 :func:`verdicts` returns them as data (the tests compare every one with its intervals);
 :func:`findings_markdown` renders the main collection's, :func:`findings_lines` any table's.
@@ -27,12 +34,21 @@ interval:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import polars as pl
+
+from pipeline.report.verdict_rule import (
+    Balance,
+    Scopes,
+    VerdictRule,
+    balance,
+    holm,
+    mde_text,
+    scope_text,
+)
 
 # (metric, what a higher value means): "fair"/"unfair"/"effective"; the order of the text
 HEADLINE = (
@@ -47,6 +63,7 @@ MALE_WINS = "gap-male-wins"
 NEUTRAL_FIRST = "gap-neutral-first"
 DIRECTION = (MALE_WINS, NEUTRAL_FIRST)
 SEED_SPREAD = "ARaB-tf-abs@10"
+DEFAULT_RULE = VerdictRule()
 Row = Mapping[str, Any]
 
 
@@ -71,7 +88,9 @@ class Verdict:
     """One method's verdict: ``label`` from the fairness magnitudes that improved
     (``fairer``) or worsened (``less_fair``), the male-wins share against ½ (``lean``:
     ``male-leaning``/``female-leaning``) and against the baseline (``moved``: ``more male
-    wins``/``more female wins``), and the neutral-first share against the baseline."""
+    wins``/``more female wins``), the neutral-first share against the baseline, and
+    ``balance``: the F/M balance by equivalence (``verdict_rule.balance``; null: not
+    measured)."""
 
     method: str
     label: str
@@ -83,6 +102,7 @@ class Verdict:
     balance_measured: bool
     claims: tuple[Claim, ...]
     lean_as_baseline: bool = False
+    balance: Balance | None = None
 
 
 def excludes_zero(low: object, high: object) -> int:
@@ -105,18 +125,6 @@ def _num(x: object) -> str:
         return "?"
     v = float(x)  # type: ignore[arg-type]
     return f"{v:+.1e}" if 0 < abs(v) < 5e-5 else f"{v:+.4f}"
-
-
-def mde_text(row: Row) -> str:
-    """``MDE 0.0123``; where no change the metric can take is detectable, says so."""
-    gap, limit = row.get("mde"), row.get("mde_limit")
-    if gap is not None:
-        return f"MDE {float(gap):.2g}" if float(gap) < 0.001 else f"MDE {float(gap):.4f}"
-    if row.get("se") == 0:
-        return "identical on every query and seed"
-    if limit is not None:
-        return f"MDE beyond the metric's range: no change up to {float(limit):.3f} is detectable"
-    return "MDE unknown"
 
 
 def metric_claim(method: str, metric: str, kind: str, row: Row) -> Claim:
@@ -150,20 +158,50 @@ def direction_claim(method: str, metric: str, row: Row, base: Row | None) -> Cla
                  row.get("mde"), text)  # fmt: skip
 
 
+def secondary_claims(method: str, rows: Mapping[tuple[str, str], Row], rule: VerdictRule
+                     ) -> list[Claim]:  # fmt: skip
+    """The secondary fairness metrics of ``method``: Holm across them on their adjusted p; a
+    claim only where Holm rejects at ``rule.alpha`` and the interval agrees."""
+    keys = [(m, k) for m, k in HEADLINE if k != "effective" and m != rule.primary
+            and (method, m) in rows and rows[(method, m)].get("diff") is not None]  # fmt: skip
+    adjusted = holm([rows[(method, m)].get("p_adjusted") for m, _ in keys])
+    out = []
+    for (metric, kind), p in zip(keys, adjusted, strict=True):
+        c = metric_claim(method, metric, kind, rows[(method, metric)])
+        if c.verdict != "none" and (p is None or p >= rule.alpha):
+            c = replace(c, verdict="none", text=f"no detectable difference in {metric} "
+                        f"(secondary, Holm p {p if p is None else f'{p:.2g}'}; "
+                        f"{mde_text(rows[(method, metric)])})")  # fmt: skip
+        elif c.verdict != "none":
+            c = replace(c, text=f"{c.text[:-1]}; secondary, Holm p {p:.2g})")
+        out.append(c)
+    return out
+
+
 def verdict(
-    method: str, rows: Mapping[tuple[str, str], Row], baseline: str, versus: str = "the baseline"
+    method: str,
+    rows: Mapping[tuple[str, str], Row],
+    baseline: str,
+    versus: str = "the baseline",
+    rule: VerdictRule = DEFAULT_RULE,
 ) -> Verdict | None:
     """The verdict of ``method`` from its rows of a comparison table (null: nothing tested);
     ``versus`` names the baseline in the label ("male-leaning as the baseline")."""
-    claims = [metric_claim(method, metric, kind, rows[(method, metric)])
-              for metric, kind in HEADLINE
-              if (method, metric) in rows and rows[(method, metric)].get("diff") is not None]
-    claims += [direction_claim(method, metric, rows[(method, metric)], rows.get((baseline, metric)))
-               for metric in DIRECTION
-               if (method, metric) in rows and rows[(method, metric)].get("diff") is not None]
+    kinds = dict(HEADLINE)
+    tested = [m for m, _ in HEADLINE
+              if (method, m) in rows and rows[(method, m)].get("diff") is not None]  # fmt: skip
+    claims = [metric_claim(method, m, kinds[m], rows[(method, m)]) for m in tested
+              if kinds[m] == "effective" or m == rule.primary]  # fmt: skip
+    claims += secondary_claims(method, rows, rule)
+    claims += [
+        direction_claim(method, metric, rows[(method, metric)], rows.get((baseline, metric)))
+        for metric in DIRECTION
+        if (method, metric) in rows and rows[(method, metric)].get("diff") is not None
+    ]
     if not claims:
         return None
-    kinds = dict(HEADLINE)
+    order = {m: i for i, (m, _) in enumerate(HEADLINE)}
+    claims.sort(key=lambda c: order.get(c.metric, len(order)))
     fairer = tuple(c.metric for c in claims if kinds.get(c.metric, "effective") != "effective"
                    and c.verdict == "better")  # fmt: skip
     less = tuple(c.metric for c in claims if kinds.get(c.metric, "effective") != "effective"
@@ -180,85 +218,88 @@ def verdict(
     neutral = next((f"neutral first {c.verdict} often" for c in claims
                     if c.metric == NEUTRAL_FIRST and c.verdict != "none"), None)  # fmt: skip
     measured = any(c.metric == MALE_WINS for c in claims)
-    label = _label(fairer, less, lean and (f"{lean} as {versus}" if shared else lean), moved,
-                   neutral, measured)  # fmt: skip
+    bal = (
+        balance(
+            male,
+            base_male or None,
+            rule,
+            moved_side,
+            lean and (f"{lean} as {versus}" if shared else lean),
+        )
+        if measured
+        else None
+    )
+    label = _label(fairer, less, rule.primary, neutral, bal)
     return Verdict(method, label, fairer, less, lean, moved, neutral, measured, tuple(claims),
-                   shared)  # fmt: skip
+                   shared, bal)  # fmt: skip
 
 
 def _label(
-    fairer: Sequence[str], less: Sequence[str], lean: str | None, moved: str | None,
-    neutral: str | None, measured: bool,
+    fairer: Sequence[str], less: Sequence[str], primary: str, neutral: str | None,
+    bal: Balance | None,
 ) -> str:  # fmt: skip
-    balance = [x for x in (lean, moved) if x]
-    if fairer and not less and not balance:
-        return "fairer" if measured else "fairer (F/M balance not measured)"
-    parts = [f"fairer by {', '.join(fairer)}"] if fairer else []
+    """ "fairer" alone only where the primary metric improves, nothing worsens and the balance
+    is established; otherwise what moved, the balance last."""
+    if primary in fairer and not less and (bal is None or bal.state == "balanced"):
+        return "fairer" if bal is not None else "fairer (F/M balance not measured)"
+    parts = []
+    if fairer:
+        parts.append(f"fairer by {', '.join(fairer)}" if primary in fairer
+                     else f"fairer by secondary {', '.join(fairer)} only")  # fmt: skip
     parts += [f"less fair by {', '.join(less)}"] if less else []
-    parts += [x for x in (neutral, *balance) if x]
-    return ", ".join(parts) if parts else "no detectable difference in fairness or direction"
+    parts += [neutral] if neutral else []
+    if bal is not None and (parts or bal.state != "not established"):
+        parts.append(bal.words)
+    if not parts:
+        return "no detectable difference in fairness or direction"
+    if not (fairer or less or neutral):
+        parts.insert(0, "no detectable difference in fairness")
+    return ", ".join(parts)
 
 
-def verdicts(cmp: pl.DataFrame, baseline: str, skip: Sequence[str] = ()) -> list[Verdict]:
+def verdicts(
+    cmp: pl.DataFrame, baseline: str, skip: Sequence[str] = (), rule: VerdictRule = DEFAULT_RULE
+) -> list[Verdict]:
     """The verdict of every compared method (the table's order)."""
     rows = {(r["method"], r["metric"]): r for r in cmp.iter_rows(named=True)}
     methods = [m for m in dict.fromkeys(cmp["method"].to_list()) if m not in {baseline, *skip}]
-    return [v for m in methods if (v := verdict(m, rows, baseline)) is not None]
+    return [v for m in methods if (v := verdict(m, rows, baseline, rule=rule)) is not None]
 
 
-def claims(cmp: pl.DataFrame, baseline: str, skip: Sequence[str] = ()) -> list[Claim]:
+def claims(
+    cmp: pl.DataFrame, baseline: str, skip: Sequence[str] = (), rule: VerdictRule = DEFAULT_RULE
+) -> list[Claim]:
     """Every metric reading of every compared method."""
-    return [c for v in verdicts(cmp, baseline, skip) for c in v.claims]
+    return [c for v in verdicts(cmp, baseline, skip, rule) for c in v.claims]
 
 
-def balance_text(rows: Mapping[tuple[str, str], Row], method: str) -> str:
-    """The male-wins share of ``method`` against ½, for the text."""
-    row = rows.get((method, MALE_WINS))
-    if row is None or row.get("target_diff") is None:
-        return ""
-    side = excludes_zero(row.get("target_low"), row.get("target_high"))
-    word = {1: "male-leaning", -1: "female-leaning", 0: "balanced within noise"}[side]
-    return (f"male-wins share {float(row['mean']):.0%}, {word} ("
-            f"{_num(row['target_diff'])} [{_num(row['target_low'])}, {_num(row['target_high'])}] "
-            "against ½)")  # fmt: skip
-
-
-def finding_line(v: Verdict, rows: Mapping[tuple[str, str], Row], name: str | None = None) -> str:
-    """``- **method**: **verdict**. what moved; male-wins vs ½; what did not (MDEs).``"""
+def finding_line(
+    v: Verdict, rows: Mapping[tuple[str, str], Row], name: str | None = None,
+    scopes: Scopes | None = None, rule: VerdictRule = DEFAULT_RULE,
+) -> str:  # fmt: skip
+    """``- **method**: **verdict**. primary on the scopes; what moved; the balance; what did
+    not (MDEs).``"""
     moved = [c.text for c in v.claims if c.verdict != "none"]
     quiet = [c for c in v.claims if c.verdict == "none"]
-    parts = moved + [x for x in [balance_text(rows, v.method)] if x]
+    parts = moved + ([v.balance.text] if v.balance is not None else [])
     if quiet:
         parts.append("no detectable difference in " + ", ".join(
             f"{c.metric} ({mde_text(rows[(v.method, c.metric)])})" for c in quiet))  # fmt: skip
-    return f"- **{name or v.method}**: **{v.label}**. " + "; ".join(parts) + "."
+    head = f"- **{name or v.method}**: **{v.label}**. "
+    if scopes:
+        main = next((c for c in v.claims if c.metric == rule.primary), None)
+        side = {"better": 1, "worse": -1}.get(main.verdict if main else "none", 0)
+        good = -1 if dict(HEADLINE)[rule.primary] == "unfair" else 1
+        head += f"{rule.primary}: {scope_text(v.method, rule, good, side, scopes)}. "
+    return head + "; ".join(parts) + "."
 
 
-def findings_lines(cmp: pl.DataFrame, baseline: str, skip: Sequence[str] = ()) -> list[str]:
-    """One Findings line per compared method of ``cmp``."""
+def findings_lines(
+    cmp: pl.DataFrame, baseline: str, skip: Sequence[str] = (), rule: VerdictRule = DEFAULT_RULE,
+    scopes: Scopes | None = None,
+) -> list[str]:  # fmt: skip
+    """One Findings line per compared method of ``cmp`` (``scopes``: the same comparison on the
+    judged scope / transfer collection, whose primary effect each line reads)."""
     rows = {(r["method"], r["metric"]): r for r in cmp.iter_rows(named=True)}
-    return [finding_line(v, rows) for v in verdicts(cmp, baseline, skip)]
-
-
-def design_rows(cmp: pl.DataFrame, baseline: str, skip: Sequence[str] = ()) -> pl.DataFrame:
-    """Per headline metric: the baseline's value and seed spread, the pooled sd of the
-    per-query differences and the MDE of the design (queries, models, m compared): the root
-    mean square of the compared methods' MDEs (each from its test's standard error)."""
-    compared = cmp.filter(~pl.col("method").is_in([baseline, *skip]))
-    rows = []
-    for metric in [*(m for m, _ in HEADLINE), *DIRECTION]:
-        part = compared.filter(pl.col("metric") == metric)
-        base = cmp.filter((pl.col("method") == baseline) & (pl.col("metric") == metric))
-        sds = [s for s in part["sd_diff"].to_list() if s is not None]
-        gaps = [g for g in part["mde"].to_list() if g is not None]
-        if not sds or not gaps or base.height == 0:
-            continue
-        value = base["mean"][0]
-        gap = math.sqrt(sum(g * g for g in gaps) / len(gaps))
-        rows.append({
-            "metric": metric, "baseline": value, "seed_std": base["std"][0],
-            "pooled_sd": math.sqrt(sum(s * s for s in sds) / len(sds)),
-            "n": int(part["n_pairs"].max()), "models": int(part["n_models"].max() or 0),  # type: ignore[arg-type]
-            "mde": gap, "mde_pct": 100 * gap / abs(value) if value else None,
-        })  # fmt: skip
-    return pl.DataFrame(rows)
+    return [finding_line(v, rows, scopes=scopes, rule=rule)
+            for v in verdicts(cmp, baseline, skip, rule)]  # fmt: skip

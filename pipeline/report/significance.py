@@ -34,7 +34,10 @@ For each method and metric:
 - **balance** of a signed metric (direction `→x` in its record: the male-wins share →0.5,
   the signed gap and ARaB →0), on every row, the baseline's included: `target` (x),
   `target_diff` (the mean minus x), `target_low`, `target_high` (its interval at the
-  Bonferroni level) and `target_p_adjusted`, by the same model test.
+  Bonferroni level), `target_p_adjusted`, `target_se` and `target_df`, by the same model test
+  (the equivalence test of the balance reads them, `pipeline.report.verdict_rule`);
+- `var_model`, `var_query`, `var_resid`: the test's fitted variance components (null with one
+  seed), from which the *Design and power* table simulates the MDE (`pipeline.model_power`).
 
 Several seeds: a method's per-query metrics may be a mapping `seed → frame`. The aggregate is
 then the mean ± sample standard deviation (ddof 1) over seeds of the per-seed aggregates; the
@@ -111,6 +114,11 @@ COMPARISON_SCHEMA = {
     "target_low": pl.Float64,
     "target_high": pl.Float64,
     "target_p_adjusted": pl.Float64,
+    "target_se": pl.Float64,
+    "target_df": pl.Float64,
+    "var_model": pl.Float64,
+    "var_query": pl.Float64,
+    "var_resid": pl.Float64,
 }
 SIGN_TESTED = tuple(m.key for m in MEASURES if m.sign_test)
 """Direction metrics (SPEC §4.9; the measures whose record names a ``sign_test``): besides
@@ -233,7 +241,8 @@ def balance_row(
         return {"target": target}
     low, high = test.interval(1 - alpha / m)
     return {"target": target, "target_diff": test.diff, "target_low": low, "target_high": high,
-            "target_p_adjusted": bonferroni(test.p, m)}  # fmt: skip
+            "target_p_adjusted": bonferroni(test.p, m), "target_se": test.se,
+            "target_df": test.df if np.isfinite(test.df) else None}  # fmt: skip
 
 
 def mde_limit(metric: str, base_mean: float | None) -> float | None:
@@ -264,7 +273,8 @@ def _tested_row(
     low, high = sorted(sign * v for v in test.interval(0.95))
     gap = mde_se(test.se, test.df, m, alpha) if test.se > 0 else None
     limit = out["mde_limit"]
-    return out | {
+    var = dict(zip(("var_model", "var_query", "var_resid"), test.components or (), strict=False))
+    return out | var | {
         "diff": sign * test.diff, "ci_low": low, "ci_high": high, "ci_adj_low": lo,
         "ci_adj_high": hi, "se": test.se, "df": test.df if np.isfinite(test.df) else None,
         "p": test.p, "n_pairs": test.n_queries, "n_models": test.n_models,

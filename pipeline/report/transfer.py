@@ -11,10 +11,11 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.metrics import MEASURES
-from pipeline.report.claims import findings_lines
+from pipeline.report.claims import DEFAULT_RULE, findings_lines
 from pipeline.report.inputs import load_per_query
 from pipeline.report.significance import compare
 from pipeline.report.tables import change_columns, comparison_table, direction_table
+from pipeline.report.verdict_rule import VerdictRule
 
 TRANSFER = "transfer"
 TRANSFER_AT_K = tuple(m.key for m in MEASURES if m.transfer and m.per_cutoff)
@@ -54,11 +55,11 @@ def transfer_notes(data_dir: str | Path) -> list[str]:
 
 def transfer_markdown(
     cmp: pl.DataFrame, baseline: str, reference: Sequence[str], cutoffs: Sequence[int],
-    notes: Sequence[str] = (),
+    notes: Sequence[str] = (), rule: VerdictRule = DEFAULT_RULE,
 ) -> str:  # fmt: skip
     """The transfer section of summary.md: absolute values and changes at the first cut-off,
     the gap and the direction table, with the number of queries evaluated; ``notes``:
-    paragraphs under its heading (``transfer_notes``)."""
+    paragraphs under its heading (``transfer_notes``); ``rule``: the verdicts' rule."""
     k = 10 if 10 in cutoffs else cutoffs[0]
     n = int(cmp.filter(pl.col("method") == baseline)["n_queries"].fill_null(0).max() or 0)  # type: ignore[arg-type]
     skip = [baseline, *reference]
@@ -85,5 +86,5 @@ def transfer_markdown(
         "seed's fold-0 model, or with `transfer.fold_models: all` the mean of its fold "
         "models), which leaves few degrees of freedom for the model component and wide "
         "intervals.", "",
-        *findings_lines(cmp, baseline, skip), "",
+        *findings_lines(cmp, baseline, skip, rule), "",
     ])  # fmt: skip

@@ -75,8 +75,10 @@ class Balance:
     text: str
 
 
-KEYS = {"target": ("target_diff", "target_low", "target_high", "target_se", "target_df"),
-        "change": ("diff", "ci_adj_low", "ci_adj_high", "se", "df")}
+KEYS = {
+    "target": ("target_diff", "target_low", "target_high", "target_se", "target_df"),
+    "change": ("diff", "ci_adj_low", "ci_adj_high", "se", "df"),
+}
 
 
 def _tost(row: Row, which: str) -> tuple[float, float] | None:
@@ -115,8 +117,23 @@ def balance(row: Row, base: Row | None, rule: VerdictRule, moved: int, lean: str
     if _inside(share, rule.margin) and _inside(change, rule.margin):
         words = f"balanced (within {rule.points})"
         return Balance("balanced", words, f"{head}, {words}: both one-sided tests reject ({tost})")
-    return Balance("not established", "balance not established",
-                   f"{head}, balance not established: its {tost} reach beyond {rule.points}")
+    return Balance(
+        "not established",
+        "balance not established",
+        f"{head}, balance not established: its {tost} reach beyond {rule.points}",
+    )
+
+
+def mde_text(row: Row) -> str:
+    """``MDE 0.0123``; where no change the metric can take is detectable, says so."""
+    gap, limit = row.get("mde"), row.get("mde_limit")
+    if gap is not None:
+        return f"MDE {float(gap):.2g}" if float(gap) < 0.001 else f"MDE {float(gap):.4f}"
+    if row.get("se") == 0:
+        return "identical on every query and seed"
+    if limit is not None:
+        return f"MDE beyond the metric's range: no change up to {float(limit):.3f} is detectable"
+    return "MDE unknown"
 
 
 def _pct(row: Row, key: str) -> str:
@@ -145,13 +162,24 @@ def scope_reading(metric: str, good: int, main: int, row: Row | None, name: str,
         word = {1: "fairer", -1: "less fair", 0: "no detectable difference"}[side]
     change = row.get("change_pct")
     moved = f"{float(change):+.1f}%" if change is not None else f"{float(row['diff']):+.4f}"
-    mde = f"{tag} MDE {_pct(row, 'mde')}" if row.get("mde") is not None else f"{tag} MDE: none"
+    mde = f"{tag} MDE {_pct(row, 'mde')}" if row.get("mde") is not None else \
+        f"{tag}: {mde_text(row)}"  # fmt: skip
     return f"{word} on {name} ({metric} {moved}; {mde})"
+
+
+Scopes = Mapping[str, Mapping[tuple[str, str], Row]]
+
+
+def scope_rows(frames: Mapping[str, Any]) -> dict[str, dict[tuple[str, str], Row]]:
+    """``scope → (method, metric) → row`` of the scopes' comparison tables present (polars
+    frames; a null scope was not evaluated)."""
+    return {k: {(r["method"], r["metric"]): r for r in f.iter_rows(named=True)}
+            for k, f in frames.items() if f is not None}  # fmt: skip
 
 
 def scope_text(
     method: str, rule: VerdictRule, good: int, main: int,
-    scopes: Mapping[str, Mapping[tuple[str, str], Row]],
+    scopes: Scopes,
 ) -> str:  # fmt: skip
     """The primary effect of ``method`` on every scope present, ``; ``-joined."""
     return "; ".join(

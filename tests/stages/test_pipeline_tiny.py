@@ -11,6 +11,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 from tests.stages.conftest import ROOT, make_repo
 
@@ -114,6 +115,9 @@ def test_arch_change_reruns_every_model_stage_only(
     methods = ("baseline", "penalty_irrelevant", "curriculum_low_high", "curriculum_high_low")
     expected = {f"{s}@{m}" for s in ("train", "evaluate") for m in methods}
     expected |= {"params", "features", "rerank_zero_shot", "evaluate_zero_shot", "report"}
+    # the inference-time entries re-rank the baseline's new runs (the profile's `post:`)
+    entries = yaml.safe_load((repo / "params.yaml").read_text())["post"]
+    expected |= {f"{s}@{e}" for s in ("post", "evaluate") for e in entries}
     assert ran == expected, out.stdout
     meta = json.loads((repo / "models/baseline/fold-0/ranker.json").read_text())
     assert meta["arch"] == arch

@@ -37,7 +37,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     for layer in (
         # foundations: no project imports
         ("", "errors", "paths", "progress", "timing", "coverage", "profile"),
-        ("config", "schemas", "stats", "model_test", "ties", "dvc_cache"),  # configs, tests, …
+        ("config", "schemas", "stats", "model_test", "model_power", "ties",
+         "dvc_cache"),  # configs, tests, …
         ("io", "plugins", "sections", "manifest"),  # I/O, plug-in discovery, sections, checksums
         ("params",),  # the typed params.yaml: reads records by name, imports no plug-in
         # plug-in packages (records: sources, orderings, loss terms, metrics, model families)
