@@ -9,12 +9,14 @@ setting but ``lambda``; sorted by λ it is a dose-response, and the first series
 three points on a trained base is *the frontier*: re-ranking the base's own scores traces
 (MRR, fairness) points without training. A trained method at fairness f is placed against
 the frontier's effectiveness at f (linear between the bracketing λ points): *above* or
-*below* when the gap exceeds the half-width of the method's own adjusted MRR interval,
-*on the frontier* otherwise.
+*below* when the gap exceeds the noise of both (the root sum of squares of the half-widths
+of the method's own adjusted MRR interval and of the frontier's at f, linear between its
+points), *on the frontier* otherwise.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -109,11 +111,23 @@ def placement(method: Point, points: Sequence[Point], base: str) -> str:
                 f"±{noise:.4f})")  # fmt: skip
     mrr, lam = at
     gap = method.mrr - mrr
+    noise = math.hypot(noise, _curve_half_width(points, method.effect))
     side = _side(gap, noise)
     verdict = "on the re-ranking frontier" if side == "level with" else f"{side} the frontier"
     return (f"{verdict}: re-ranking `{base}` reaches the same fairness ({f}) without training "
             f"at λ ≈ {lam:.3g} with MRR {mrr:.4f} (method {method.mrr:.4f}, {gap:+.4f}, noise "
             f"±{noise:.4f})")  # fmt: skip
+
+
+def _curve_half_width(points: Sequence[Point], f: float) -> float:
+    """The frontier's own MRR noise at fairness ``f``: its points' half-widths, linear
+    between the two that bracket ``f`` (0 at λ = 0, the base itself)."""
+    for a, b in pairwise(points):
+        lo, hi = sorted((a.effect, b.effect))
+        if lo <= f <= hi:
+            t = 0.0 if b.effect == a.effect else (f - a.effect) / (b.effect - a.effect)
+            return _half_width(a) + t * (_half_width(b) - _half_width(a))
+    return 0.0
 
 
 def _half_width(p: Point) -> float:

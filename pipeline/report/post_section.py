@@ -128,9 +128,11 @@ def _placements(
     fair, mrr = FAIRNESS.format(k=k), MRR.format(k=k)
     points = curve(post_cmp, frontier, post, fair, mrr)
     base = str(post[frontier[0]].get("base"))
-    out = [f"### Every trained method against the re-ranking frontier ({fair} vs {mrr})", "",
-           f"The frontier: `{frontier[0]}` … `{frontier[-1]}`. Noise: the half-width of the "
-           f"method's own Bonferroni-level {mrr} interval.", "",
+    head = f"### Findings: every trained method against the re-ranking frontier ({fair} vs {mrr})"
+    out = [head, "",
+           f"The frontier: `{frontier[0]}` … `{frontier[-1]}`. Noise: the root sum of "
+           f"squares of the half-widths of the method's and the frontier's Bonferroni-level "
+           f"{mrr} intervals.", "",
            f"![Trained methods against the re-ranking frontier]({FIGURE})", ""]  # fmt: skip
     tested = cmp.filter(pl.col("diff").is_not_null())["method"].unique(maintain_order=True)
     for m in tested:
@@ -149,7 +151,8 @@ def frontier_figure(
     Bonferroni-level intervals as whiskers; the MRR axis spans at least the baseline ± MDE."""
     fig = Figure(figsize=(11.0, 5.6))
     mrr = MRR.format(k=k)
-    methods = [m for m in cmp["method"].unique(maintain_order=True) if m not in reference]
+    tested = cmp.filter((pl.col("metric") == mrr) & pl.col("diff").is_not_null())
+    methods = [m for m in tested["method"].unique(maintain_order=True) if m not in reference]
     for i, metric in enumerate((FAIRNESS.format(k=k), MALE_WINS)):
         ax = fig.add_subplot(1, 2, i + 1)
         line = curve(post_cmp, frontier, post, metric, mrr)
@@ -161,10 +164,10 @@ def frontier_figure(
                         xytext=(4, -9), textcoords="offset points")  # fmt: skip
         pts = [q for q in (point(cmp, m, metric, mrr) for m in methods) if q is not None]
         _whiskers(ax, pts, "0.3", cmp, metric, mrr)
-        for j, q in enumerate(pts, start=1):
-            ax.annotate(str(j), (q.mrr, q.effect), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")  # fmt: skip
         _mde_span(ax, cmp, mrr)
+        lo, hi = ax.get_ylim()  # both are shares: nothing beyond [0, 1]
+        ax.set_ylim(max(lo, -0.02), min(hi, 1.02))
+        _numbers(ax, pts)
         ax.set_xlabel(f"{mrr} ↑", fontsize=9)
         ax.set_ylabel(f"{metric} {'↑ fairer' if i == 0 else '(½ = balanced)'}", fontsize=9)
         ax.grid(True, alpha=0.3)
@@ -175,6 +178,20 @@ def frontier_figure(
     fig.suptitle("Trained methods against re-ranking the baseline's scores (whiskers: "
                  "Bonferroni-level intervals)", fontsize=10)  # fmt: skip
     return fig
+
+
+def _numbers(ax: Any, pts: Sequence[Point]) -> None:
+    """Each method's number beside its point; points that (nearly) coincide get their numbers
+    side by side, so none hides another."""
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    dx, dy = (x1 - x0) or 1.0, (y1 - y0) or 1.0
+    seen: dict[tuple[int, int], int] = {}
+    for j, q in enumerate(pts, start=1):
+        cell = (round(q.mrr / dx * 40), round(q.effect / dy * 40))  # 1/40 of each axis
+        k = seen.get(cell, 0)
+        seen[cell] = k + 1
+        ax.annotate(str(j), (q.mrr, q.effect), fontsize=7, xytext=(3 + 9 * k, 3),
+                    textcoords="offset points")  # fmt: skip
 
 
 def _whiskers(

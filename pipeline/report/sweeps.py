@@ -149,6 +149,47 @@ def _x_of(exp: Experiment, param: str, method: str) -> Any:
     return exp.params.get(param)
 
 
+def _swept(key: str, param: str) -> bool:
+    """Whether flat params key ``key`` is (a row's value of) the swept ``param``."""
+    for prefix in PER_ROW:
+        if param.startswith(prefix):
+            return key.startswith(prefix[:-2]) and key.endswith("." + param.removeprefix(prefix))
+    return key == param
+
+
+def _profile(exp: Experiment, param: str) -> tuple[tuple[str, str], ...]:
+    """Every param of ``exp`` except the swept ones: experiments of one sweep share it."""
+    return tuple(sorted((k, repr(v)) for k, v in exp.params.items() if not _swept(k, param)))
+
+
+def one_profile(exps: Sequence[Experiment], param: str) -> list[Experiment]:
+    """The experiments of one sweep of ``param``: those whose other params are all equal (a
+    profile). Where several profiles are present (e.g. a quick run on 40 queries beside the
+    default's λ experiments), the one with the most values of ``param`` (then the most
+    experiments, then the first listed) is kept and the others are left out, named in the
+    log: a sweep never averages experiments of different profiles, its reference lines
+    included."""
+    groups: dict[tuple[tuple[str, str], ...], list[Experiment]] = {}
+    for exp in exps:
+        groups.setdefault(_profile(exp, param), []).append(exp)
+    if len(groups) <= 1:
+        return list(exps)
+
+    def size(group: list[Experiment]) -> tuple[int, int]:
+        values = {tuple(sorted((k, repr(v)) for k, v in e.params.items() if _swept(k, param)))
+                  for e in group}  # fmt: skip
+        return len(values), len(group)
+
+    kept = max(groups.values(), key=size)  # max keeps the first of equals: document order
+    left = [e.name for e in exps if e not in kept]
+    mine = set(_profile(kept[0], param))
+    diff = sorted({k for e in exps if e not in kept for k, v in _profile(e, param)
+                   if (k, v) not in mine})  # fmt: skip
+    log.warning("%s: %d experiments of another profile left out (%s; they differ in %s)",
+                param, len(left), ", ".join(left), ", ".join(diff[:5]))  # fmt: skip
+    return kept
+
+
 def _points(
     exps: Sequence[Experiment],
     param: str,
@@ -186,7 +227,7 @@ def sweep_frame(
     `x` is the parameter value as text, `x_num` its number (null for e.g. `all`); `where`
     keeps only experiments whose flat params equal the given values.
     """
-    rows = _points(exps, param, metrics, methods, where or {})
+    rows = _points(one_profile(_where(exps, where), param), param, metrics, methods, {})
     schema = {
         "method": pl.Utf8,
         "x": pl.Utf8,
@@ -224,9 +265,7 @@ def flat_frame(
     that lack the key (e.g. `baseline` in a λ sweep), drawn as dashed reference lines."""
     schema = {"method": pl.Utf8, **dict.fromkeys(metrics, pl.Float64)}
     rows = []
-    for exp in exps if param.startswith(PER_ROW) else []:
-        if any(exp.params.get(k) != v for k, v in (where or {}).items()):
-            continue
+    for exp in one_profile(_where(exps, where), param) if param.startswith(PER_ROW) else []:
         for method, values in exp.metrics.items():
             keep = methods is None or method in methods
             if (
@@ -237,6 +276,11 @@ def flat_frame(
                 rows.append({"method": method} | {m: values.get(m) for m in metrics})
     frame = pl.DataFrame(rows, schema=schema)
     return frame.group_by("method", maintain_order=True).agg(pl.col(m).mean() for m in metrics)
+
+
+def _where(exps: Sequence[Experiment], where: Mapping[str, Any] | None) -> list[Experiment]:
+    """The experiments whose flat params equal ``where``'s values."""
+    return [e for e in exps if all(e.params.get(k) == v for k, v in (where or {}).items())]
 
 
 def slug(param: str) -> str:

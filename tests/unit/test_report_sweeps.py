@@ -94,8 +94,9 @@ def test_lambda_sweep_is_per_method_and_averages_repeats() -> None:
     frame = sweep_frame(experiments(fake_doc()), "methods.*.lambda", ["MRR@10"])
     assert frame["method"].unique().to_list() == ["penalty_irrelevant"]
     assert frame["x"].to_list() == ["0.1", "1", "2"]
-    assert frame["MRR@10"].to_list() == pytest.approx([0.49, (0.45 + 0.47 + 0.46) / 3, 0.41])
-    assert frame["n_experiments"].to_list() == [1, 3, 2]
+    # one sweep: `sigma-3` and `buckets-all` (λ 1) are other sweeps' experiments, left out
+    assert frame["MRR@10"].to_list() == pytest.approx([0.49, 0.45, 0.41])
+    assert frame["n_experiments"].to_list() == [1, 1, 2]
     flat = flat_frame(experiments(fake_doc()), "methods.*.lambda", ["MRR@10"])
     assert flat.rows() == [("baseline", 0.5)]
 
@@ -109,7 +110,7 @@ def test_shared_param_sweep_with_filter_and_non_numeric_values() -> None:
         where={"methods.penalty_irrelevant.loss.0.lambda": 1.0},
     )
     assert sigma.filter(pl.col("method") == "penalty_irrelevant").rows() == [
-        ("penalty_irrelevant", "1", 1.0, pytest.approx(0.455), 2),
+        ("penalty_irrelevant", "1", 1.0, 0.45, 1),  # not `buckets-all` (another sweep)
         ("penalty_irrelevant", "3", 3.0, 0.47, 1),
     ]
     buckets = sweep_frame(
@@ -118,6 +119,39 @@ def test_shared_param_sweep_with_filter_and_non_numeric_values() -> None:
     assert buckets["x"].to_list() == ["10", "all"] and buckets["x_num"].to_list() == [10.0, None]
     assert slug("methods.*.lambda") == "lambda" and slug("train.lr") == "train_lr"
     assert slug("orderings.curriculum.n_buckets") == "n_buckets"
+
+
+def test_a_sweep_keeps_one_profile_and_its_own_baseline(caplog: pytest.LogCaptureFixture) -> None:
+    """A quick-profile experiment (other params: 40 queries) beside the default's λ sweep:
+    neither its swept method's point nor its baseline enter the sweep (issue 41)."""
+    doc = fake_doc()
+    quick = _state("k" * 40, "quick", 0.1, 1.0, 10, 0.10)
+    quick["data"]["params"]["params.yaml"]["data"]["dataset"] = {"max_queries": 40}
+    quick["data"]["metrics"]["metrics/baseline.json"]["data"]["MRR@10"] = 0.3
+    quick["data"]["metrics"]["metrics/baseline.json"]["data"]["NFaiRR@10"] = 0.6
+    doc[1]["experiments"].append(_range(quick, None))
+    frame = sweep_frame(experiments(doc), "methods.*.lambda", ["MRR@10"])
+    assert frame["MRR@10"].to_list() == pytest.approx([0.49, 0.45, 0.41])  # as without it
+    flat = flat_frame(experiments(doc), "methods.*.lambda", ["MRR@10", "NFaiRR@10"])
+    assert flat.rows() == [("baseline", 0.5, 0.7)]  # the profile's baseline, not 0.4 / 0.65
+    assert "quick" in caplog.text and "dataset.max_queries" in caplog.text
+
+
+def test_post_lambda_sweep_draws_each_entry_and_the_methods_flat() -> None:
+    doc = fake_doc()
+    for i, lam in enumerate((0.0, 0.1, 0.3)):
+        state = _state(f"{i}" * 40, f"post{lam}", 1.0, 1.0, 10, 0.45)
+        data = state["data"]
+        data["params"]["params.yaml"]["data"]["post"] = {"shift": {"lambda": lam}}
+        data["metrics"]["metrics/shift.json"] = {"data": {"MRR@10": 0.5 - lam / 10}}
+        doc[1]["experiments"].append(_range(state, None))
+    frame = sweep_frame(experiments(doc), "post.*.lambda", ["MRR@10"])
+    assert frame.select("method", "x", "MRR@10").rows() == [
+        ("shift", "0", 0.5), ("shift", "0.1", pytest.approx(0.49)),
+        ("shift", "0.3", pytest.approx(0.47))]  # fmt: skip
+    flat = flat_frame(experiments(doc), "post.*.lambda", ["MRR@10"])
+    assert dict(flat.rows()) == {"baseline": 0.5, "penalty_irrelevant": 0.45}
+    assert slug("post.*.lambda") == "post_lambda"
 
 
 def test_where_reads_yaml_values_and_names_a_bad_item() -> None:
