@@ -100,8 +100,12 @@ def placement(method: Point, points: Sequence[Point], base: str) -> str:
     noise = _half_width(method)
     f = f"{method.effect:.4f}"
     if method.effect < start.effect:
-        return (f"less fair than `{base}` itself ({f} < {start.effect:.4f}): outside the "
-                "re-ranking frontier, which only raises fairness")  # fmt: skip
+        gap = method.mrr - start.mrr
+        return (
+            f"no fairness gain over `{base}` to place ({f} below its {start.effect:.4f}, "
+            f"where the frontier starts: re-ranking only raises fairness); MRR "
+            f"{method.mrr:.4f} vs {start.mrr:.4f} ({gap:+.4f}, noise ±{noise:.4f})"
+        )
     at = frontier_at(points, method.effect)
     if at is None:
         gap = method.mrr - end.mrr

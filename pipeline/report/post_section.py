@@ -163,7 +163,7 @@ def frontier_figure(
             ax.annotate(f"λ {p.lam:g}", (p.mrr, p.effect), fontsize=7, color="C3",
                         xytext=(4, -9), textcoords="offset points")  # fmt: skip
         pts = [q for q in (point(cmp, m, metric, mrr) for m in methods) if q is not None]
-        _whiskers(ax, pts, "0.3", cmp, metric, mrr)
+        _whiskers(ax, pts, "0.3", cmp, metric, mrr, alpha=0.35)
         _mde_span(ax, cmp, mrr)
         lo, hi = ax.get_ylim()  # both are shares: nothing beyond [0, 1]
         ax.set_ylim(max(lo, -0.02), min(hi, 1.02))
@@ -181,28 +181,30 @@ def frontier_figure(
 
 
 def _numbers(ax: Any, pts: Sequence[Point]) -> None:
-    """Each method's number beside its point; points that (nearly) coincide get their numbers
-    side by side, so none hides another."""
+    """Each method's number beside its point; points within 1/40 of both axes of each other
+    share one label ("16,26"), so no number hides another."""
     (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
     dx, dy = (x1 - x0) or 1.0, (y1 - y0) or 1.0
-    seen: dict[tuple[int, int], int] = {}
+    cells: dict[tuple[int, int], list[tuple[int, Point]]] = {}
     for j, q in enumerate(pts, start=1):
-        cell = (round(q.mrr / dx * 40), round(q.effect / dy * 40))  # 1/40 of each axis
-        k = seen.get(cell, 0)
-        seen[cell] = k + 1
-        ax.annotate(str(j), (q.mrr, q.effect), fontsize=7, xytext=(3 + 9 * k, 3),
-                    textcoords="offset points")  # fmt: skip
+        cells.setdefault((round(q.mrr / dx * 40), round(q.effect / dy * 40)), []).append((j, q))
+    for members in cells.values():
+        j, q = members[0]
+        ax.annotate(",".join(str(i) for i, _ in members), (q.mrr, q.effect), fontsize=7,
+                    xytext=(3, 3), textcoords="offset points", zorder=5)  # fmt: skip
 
 
 def _whiskers(
-    ax: Any, pts: Sequence[Point], color: str, cmp: pl.DataFrame, metric: str, mrr: str
-) -> None:
+    ax: Any, pts: Sequence[Point], color: str, cmp: pl.DataFrame, metric: str, mrr: str,
+    alpha: float = 1.0,
+) -> None:  # fmt: skip
     for p in pts:
         f, e = _get(cmp, p.name, metric), _get(cmp, p.name, mrr)
-        xerr = _err(e, p.mrr)
-        yerr = _err(f, p.effect)
-        ax.errorbar(p.mrr, p.effect, xerr=xerr, yerr=yerr, fmt="o", ms=4, color=color,
-                    elinewidth=0.7, capsize=2, zorder=3)  # fmt: skip
+        err = {"xerr": _err(e, p.mrr), "yerr": _err(f, p.effect)}
+        bars = ax.errorbar(p.mrr, p.effect, **err, fmt="o", ms=4, color=color, elinewidth=0.7,
+                           capsize=2, zorder=3)  # fmt: skip
+        for line in bars.lines[2]:  # the whiskers only: the points stay solid
+            line.set_alpha(alpha)
 
 
 def _err(row: Mapping[str, Any] | None, mean: float) -> list[list[float]] | None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-
 from pathlib import Path
 
 import numpy as np
@@ -32,9 +31,10 @@ def committed_components() -> dict[str, tuple[float, float, float]]:
     rows = frame.filter(pl.col("var_model").is_not_null() & pl.col("metric").is_in(
         ["MRR@10", "NFaiRR@10", "gap-male-wins"]))  # fmt: skip
     out = {}
-    for (metric,), part in rows.group_by("metric"):
+    for (metric,), part in sorted(rows.group_by("metric"), key=lambda g: str(g[0][0])):
         med = [float(part[c].median()) for c in ("var_model", "var_query", "var_resid")]  # type: ignore[arg-type]
-        out[str(metric)] = (med[0], med[1], med[2])
+        # an unbiased estimate can fall below 0; a variance to simulate cannot
+        out[str(metric)] = (max(med[0], 0.0) + 0.0, max(med[1], 0.0), max(med[2], 0.0))
     return out
 
 
@@ -112,8 +112,9 @@ Draw = Callable[[np.random.Generator, int], np.ndarray]
 CASES: dict[str, tuple[Draw, np.ndarray, int]] = {
     "MRR@10 as committed": (lambda r, k: _null(r, COMMITTED["MRR@10"], k), FOLDS, RUNS),
     "NFaiRR@10 as committed": (lambda r, k: _null(r, COMMITTED["NFaiRR@10"], k), FOLDS, RUNS),
-    "male-wins as committed": (lambda r, k: _null(r, COMMITTED["gap-male-wins"], k), FOLDS,
-                               RUNS),  # fmt: skip
+    "male-wins as committed": (
+        lambda r, k: _null(r, COMMITTED["gap-male-wins"], k), FOLDS, RUNS
+    ),
     "MRR@10 as fitted": (lambda r, k: _null(r, FITTED["MRR@10"], k), FOLDS, RUNS),
     "MRR@10 sparse steps": (_sparse, FOLDS, RUNS),
     "NFaiRR@10 as fitted": (lambda r, k: _null(r, NF, k), FOLDS, RUNS),

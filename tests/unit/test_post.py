@@ -189,7 +189,7 @@ def test_frontier_interpolates_between_the_bracketing_points() -> None:
         (_p("m", 0, 0.77, 0.905), "above the frontier"),  # 0.905 - 0.89 = +0.015 > 0.01
         (_p("m", 0, 0.77, 0.893), "on the re-ranking frontier"),
         (_p("m", 0, 0.77, 0.87), "below the frontier"),
-        (_p("m", 0, 0.69, 0.95), "less fair than `baseline` itself"),
+        (_p("m", 0, 0.69, 0.95), "no fairness gain over `baseline` to place"),
         (_p("m", 0, 0.85, 0.86), "fairer than the frontier's last point"),
     ],
 )
