@@ -340,8 +340,9 @@ def _marker_line(block: Block, options: Mapping[str, str]) -> str:
     return f"<!-- doc: {block.kind} {block.name}{' ' + opts if opts else ''} -->"
 
 
-RESTORED = ("params.yaml", "dvc.lock", "metrics", "dvclive")
-"""What a recorded command changes in git's files (an experiment's training logs included)."""
+RESTORED = ("params.yaml", "dvc.lock", "metrics", "dvclive", "plots")
+"""What a recorded command changes in git's files (an experiment's training logs and the
+report's figures included: a recorded experiment reruns the report)."""
 
 
 def _clean_workspace(root: Path) -> None:
