@@ -75,8 +75,12 @@ def _balanced(x: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize(
     "var",
-    [CASES["gap-male-wins as committed"], CASES["gap-male-wins"],
-     CASES["gap-male-wins, query variance 0.074"], (1e-5, 1e-3, 1e-2)],  # fmt: skip
+    [
+        CASES["gap-male-wins as committed"],
+        CASES["gap-male-wins"],
+        CASES["gap-male-wins, query variance 0.074"],
+        (1e-5, 1e-3, 1e-2),
+    ],
 )
 def test_false_balanced_at_twice_the_margin_is_at_most_5_percent(
     var: tuple[float, float, float],
