@@ -95,8 +95,10 @@ def test_a_valid_change_invalidates_only_the_stages_that_read_it(repo: Path) -> 
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     methods = sorted(params["methods"])
     changed = yaml.safe_load(_call(repo, "dvc", "status", "--json").stdout)
-    # train@ reads `train`; evaluate@ records its digest in each metrics file (`profile`)
+    # train@ reads `train`; evaluate@ records its digest in each metrics file (`profile`),
+    # that of every `post:` entry too (their post@ stages read only their own entry)
     readers = [f"{s}@{m}" for s in ("train", "evaluate") for m in methods]
+    readers += [f"evaluate@{e}" for e in params.get("post") or {}]
     assert sorted(changed) == sorted(["params", *readers])
     ok = (repo / "data/params.ok").read_bytes()
     assert _call(repo, "dvc", "repro", "-s", "params").returncode == 0
