@@ -90,10 +90,11 @@ def control_line(cmp: pl.DataFrame, names: Sequence[str], base: str, k: int) -> 
 
 def post_markdown(
     post_cmp: pl.DataFrame, cmp: pl.DataFrame, post: Mapping[str, Mapping[str, Any]],
-    baseline: str, k: int, scopes: Mapping[str, pl.DataFrame],
+    baseline: str, k: int, scopes: Mapping[str, tuple[str, pl.DataFrame]],
 ) -> str:  # fmt: skip
     """The section (module docstring). ``scopes``: the judged scope's and the held-out
-    collection's comparisons of the entries, by title."""
+    collection's comparisons of the entries, by title, with the metric prefix (``judged``,
+    ``transfer``) of the trained methods' rows of that scope in ``cmp``."""
     groups = series(post)
     frontier = next((g for g in groups if len(g) >= 3), None)
     md = ["## Inference-time methods: re-ranking the baseline's own scores (no training)", "",
@@ -111,9 +112,13 @@ def post_markdown(
             md += [control_line(post_cmp, names, str(first.get("base")), k), ""]
     if frontier is not None:
         md += _placements(cmp, post_cmp, frontier, post, baseline, k)
-        for title, scoped in scopes.items():
+        for title, (prefix, scoped) in scopes.items():
+            mine = cmp.filter(pl.col("metric").str.starts_with(f"{prefix}.")).with_columns(
+                pl.col("metric").str.strip_prefix(f"{prefix}."))  # fmt: skip
             md += [f"### The dose-response {title}", "",
-                   *dose_table(scoped, frontier, post, k), ""]  # fmt: skip
+                   *dose_table(scoped, frontier, post, k), "",
+                   "Every trained method against this scope's frontier:", "",
+                   *_placement_lines(mine, scoped, frontier, post, baseline, k), ""]  # fmt: skip
     return "\n".join(md) + "\n"
 
 
@@ -126,20 +131,31 @@ def _placements(
     post: Mapping[str, Mapping[str, Any]], baseline: str, k: int,
 ) -> list[str]:  # fmt: skip
     fair, mrr = FAIRNESS.format(k=k), MRR.format(k=k)
-    points = curve(post_cmp, frontier, post, fair, mrr)
-    base = str(post[frontier[0]].get("base"))
     head = f"### Findings: every trained method against the re-ranking frontier ({fair} vs {mrr})"
     out = [head, "",
            f"The frontier: `{frontier[0]}` … `{frontier[-1]}`. Noise: the root sum of "
            f"squares of the half-widths of the method's and the frontier's Bonferroni-level "
            f"{mrr} intervals.", "",
            f"![Trained methods against the re-ranking frontier]({FIGURE})", ""]  # fmt: skip
+    return [*out, *_placement_lines(cmp, post_cmp, frontier, post, baseline, k), ""]
+
+
+def _placement_lines(
+    cmp: pl.DataFrame, post_cmp: pl.DataFrame, frontier: Sequence[str],
+    post: Mapping[str, Mapping[str, Any]], baseline: str, k: int,
+) -> list[str]:  # fmt: skip
+    """One line per trained method of ``cmp``: where it lies against the frontier that the
+    entries ``frontier`` trace in ``post_cmp`` (the same scope's comparisons)."""
+    fair, mrr = FAIRNESS.format(k=k), MRR.format(k=k)
+    points = curve(post_cmp, frontier, post, fair, mrr)
+    base = str(post[frontier[0]].get("base"))
     tested = cmp.filter(pl.col("diff").is_not_null())["method"].unique(maintain_order=True)
+    out = []
     for m in tested:
         p = point(cmp, m, fair, mrr)
         if p is not None and m != baseline:
             out.append(f"- **{m}**: {placement(p, points, base)}.")
-    return [*out, ""]
+    return out
 
 
 def frontier_figure(
@@ -256,9 +272,9 @@ def post_report(
     judged = scope_comparison(names, eval_dir, baseline, untested, alpha, correction,
                               folds=folds)  # fmt: skip
     moved = transfer_comparison(names, eval_dir, baseline, untested, alpha, correction)
-    scopes = {f"over each query's judged documents ({JUDGED})": judged,
-              "on the held-out collection (transfer)": moved}  # fmt: skip
-    shown = {t: c for t, c in scopes.items() if c is not None}
+    scopes = {f"over each query's judged documents ({JUDGED})": (JUDGED, judged),
+              "on the held-out collection (transfer)": (TRANSFER, moved)}  # fmt: skip
+    shown = {t: (prefix, c) for t, (prefix, c) in scopes.items() if c is not None}
     md = post_markdown(post_cmp, cmp, post, baseline, k, shown)
     rows = [post_cmp]
     for prefix, c in ((JUDGED, judged), (TRANSFER, moved)):
