@@ -54,7 +54,8 @@ def series(post: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
     return [sorted(g, key=lambda n: float(post[n].get(LAMBDA, 0.0))) for g in groups.values()]
 
 
-def _row(cmp: pl.DataFrame, name: str, metric: str) -> dict[str, Any] | None:
+def row(cmp: pl.DataFrame, name: str, metric: str) -> dict[str, Any] | None:
+    """The comparison row of ``name`` and ``metric`` (None when absent)."""
     rows = cmp.filter((pl.col("method") == name) & (pl.col("metric") == metric))
     return rows.row(0, named=True) if rows.height else None
 
@@ -63,7 +64,7 @@ def point(
     cmp: pl.DataFrame, name: str, metric: str, mrr: str, lam: float | None = None
 ) -> Point | None:
     """``name``'s fairness ``metric`` and ``mrr`` from ``cmp`` (None when either is absent)."""
-    f, e = _row(cmp, name, metric), _row(cmp, name, mrr)
+    f, e = row(cmp, name, metric), row(cmp, name, mrr)
     if f is None or e is None or f["mean"] is None or e["mean"] is None:
         return None
     return Point(name, lam, float(f["mean"]), f.get("diff"), f.get("ci_adj_low"),
@@ -80,16 +81,24 @@ def curve(
     return [p for p in pts if p is not None]
 
 
-def frontier_at(points: Sequence[Point], f: float) -> tuple[float, float] | None:
-    """``(effectiveness, λ)`` of the curve at fairness ``f``: linear between the first pair
-    of consecutive points whose fairness brackets ``f``; None outside the curve's range."""
+def _bracket(points: Sequence[Point], f: float) -> tuple[Point, Point, float] | None:
+    """The first pair of consecutive points whose fairness brackets ``f`` and the share
+    ``t`` of the way from the first to the second; None outside the curve's range."""
     for a, b in pairwise(points):
         lo, hi = sorted((a.effect, b.effect))
         if lo <= f <= hi:
-            t = 0.0 if b.effect == a.effect else (f - a.effect) / (b.effect - a.effect)
-            la, lb = a.lam or 0.0, b.lam or 0.0
-            return a.mrr + t * (b.mrr - a.mrr), la + t * (lb - la)
+            return a, b, 0.0 if b.effect == a.effect else (f - a.effect) / (b.effect - a.effect)
     return None
+
+
+def frontier_at(points: Sequence[Point], f: float) -> tuple[float, float] | None:
+    """``(effectiveness, λ)`` of the curve at fairness ``f``: linear between the first pair
+    of consecutive points whose fairness brackets ``f``; None outside the curve's range."""
+    if (found := _bracket(points, f)) is None:
+        return None
+    a, b, t = found
+    la, lb = a.lam or 0.0, b.lam or 0.0
+    return a.mrr + t * (b.mrr - a.mrr), la + t * (lb - la)
 
 
 def placement(method: Point, points: Sequence[Point], base: str) -> str:
@@ -126,12 +135,10 @@ def placement(method: Point, points: Sequence[Point], base: str) -> str:
 def _curve_half_width(points: Sequence[Point], f: float) -> float:
     """The frontier's own MRR noise at fairness ``f``: its points' half-widths, linear
     between the two that bracket ``f`` (0 at λ = 0, the base itself)."""
-    for a, b in pairwise(points):
-        lo, hi = sorted((a.effect, b.effect))
-        if lo <= f <= hi:
-            t = 0.0 if b.effect == a.effect else (f - a.effect) / (b.effect - a.effect)
-            return _half_width(a) + t * (_half_width(b) - _half_width(a))
-    return 0.0
+    if (found := _bracket(points, f)) is None:
+        return 0.0
+    a, b, t = found
+    return _half_width(a) + t * (_half_width(b) - _half_width(a))
 
 
 def _half_width(p: Point) -> float:

@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 from matplotlib.figure import Figure
 
-from pipeline.report.frontier import LAMBDA, Point, curve, placement, point, series
+from pipeline.report.frontier import LAMBDA, Point, curve, placement, point, row, series
 
 FAIRNESS = "NFaiRR@{k}"
 """The fairness metric of the dose-response and the frontier (the primary one)."""
@@ -29,11 +29,6 @@ def _ci(row: Mapping[str, Any] | None, pct: bool = False) -> str:
     if lo is None or hi is None:
         return f"{row['diff']:+.4f}{mark}"
     return f"{row['diff']:+.4f} [{lo:+.4f}, {hi:+.4f}]{mark}"
-
-
-def _get(cmp: pl.DataFrame, name: str, metric: str) -> dict[str, Any] | None:
-    rows = cmp.filter((pl.col("method") == name) & (pl.col("metric") == metric))
-    return rows.row(0, named=True) if rows.height else None
 
 
 def detected(row: Mapping[str, Any] | None) -> str:
@@ -59,7 +54,7 @@ def dose_table(
     out = [f"| entry | λ | {fair} | change [adj. CI] | detected | MDE | {mrr} change | "
            "male-wins | change |", "|---|---:|---:|---|---|---:|---|---:|---|"]  # fmt: skip
     for name in names:
-        f, e, w = (_get(cmp, name, m) for m in (fair, mrr, MALE_WINS))
+        f, e, w = (row(cmp, name, m) for m in (fair, mrr, MALE_WINS))
         if f is None:
             continue
         lam = post[name].get(LAMBDA)
@@ -74,7 +69,7 @@ def dose_table(
 def control_line(cmp: pl.DataFrame, names: Sequence[str], base: str, k: int) -> str:
     """The positive control in one sentence: the smallest λ detected and the MDE."""
     fair = FAIRNESS.format(k=k)
-    rows = [(n, _get(cmp, n, fair)) for n in names]
+    rows = [(n, row(cmp, n, fair)) for n in names]
     hits = [(n, r) for n, r in rows if r is not None and r.get("significant")]
     missed = [n for n, r in rows if r is not None and detected(r).startswith("no, ≥")]
     if not hits:
@@ -215,7 +210,7 @@ def _whiskers(
     alpha: float = 1.0,
 ) -> None:  # fmt: skip
     for p in pts:
-        f, e = _get(cmp, p.name, metric), _get(cmp, p.name, mrr)
+        f, e = row(cmp, p.name, metric), row(cmp, p.name, mrr)
         err = {"xerr": _err(e, p.mrr), "yerr": _err(f, p.effect)}
         bars = ax.errorbar(p.mrr, p.effect, **err, fmt="o", ms=4, color=color, elinewidth=0.7,
                            capsize=2, zorder=3)  # fmt: skip
