@@ -10,9 +10,11 @@ records, under `profile`, short digests of the params sections its numbers depen
 - `profile.train`: `train` without the keys that only set how it runs (threads, worker
   processes, device, checkpoints, logging, which models are kept) (trained methods).
 
-Rows whose digests differ come from different params: `dvc metrics show` prints them as the
-columns `profile.data`, `profile.model`, `profile.train`, and `python -m pipeline.profile`
-lists every metrics file against the workspace's params.yaml, marking the stale ones. The
+Rows whose digests differ come from different params. `eval/<row>/metrics.json` keeps the
+three digests; the DVC metrics file `metrics/<row>.json` keeps one column, `profile`, the
+`compact` digest of the three (so `dvc metrics show` fits a terminal), and
+`python -m pipeline.profile` lists every metrics file against the workspace's params.yaml,
+marking the stale ones and naming the part that differs. The
 evaluate stages declare these sections as DVC params, so a digest is never older than the
 numbers beside it: whatever changes it reruns the stage.
 """
@@ -61,6 +63,11 @@ def profile(tree: Mapping[str, Any], model: bool, train: bool) -> dict[str, str]
     return out
 
 
+def compact(parts: Mapping[str, str]) -> str:
+    """One 12-hex digest of a row's profile parts (`metrics/<row>.json`'s ``profile``)."""
+    return hashlib.sha256(json.dumps(dict(parts), sort_keys=True).encode()).hexdigest()[:12]
+
+
 def read_tree(path: str | Path = "params.yaml") -> dict[str, Any]:
     tree = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     if not isinstance(tree, dict):
@@ -68,9 +75,19 @@ def read_tree(path: str | Path = "params.yaml") -> dict[str, Any]:
     return tree
 
 
-def stale(recorded: Mapping[str, Any], current: Mapping[str, str]) -> list[str]:
-    """The parts of `current` whose digest `recorded["profile"]` lacks or differs from."""
+def stale(recorded: Mapping[str, Any], current: Mapping[str, str],
+          parts: Mapping[str, Any] | None = None) -> list[str]:  # fmt: skip
+    """The parts of `current` whose digest the recorded profile lacks or differs from:
+    `recorded["profile"]` is the parts themselves or their `compact` digest, whose parts
+    (`eval/<row>/metrics.json`'s ``profile``) name the part when given; ``["params"]`` when
+    only the compact digest differs and its parts are unknown."""
     mine = recorded.get("profile")
+    if isinstance(mine, str):
+        if mine == compact(current):
+            return []
+        if parts is None or compact(parts) != mine:
+            return ["params"]
+        mine = parts
     mine = mine if isinstance(mine, Mapping) else {}
     return [k for k, v in current.items() if mine.get(k) != v]
 
@@ -92,9 +109,11 @@ def listing(root: Path = Path(".")) -> tuple[list[str], int]:
             n_stale += 1
             continue
         recorded = json.loads(path.read_text(encoding="utf-8"))
-        parts = stale(recorded, profile(tree, model, train))
+        full = root / "eval" / name / "metrics.json"
+        detail = json.loads(full.read_text(encoding="utf-8")) if full.is_file() else {}
+        parts = stale(recorded, profile(tree, model, train), detail.get("profile"))
         n_stale += bool(parts)
-        why = ", ".join(f"profile.{p}" for p in parts)
+        why = ", ".join(f"profile.{p}" if p != "params" else "profile" for p in parts)
         lines.append(f"stale    {rel}  ({why}: not params.yaml's)" if parts else f"current  {rel}")
     return lines, n_stale
 

@@ -9,9 +9,9 @@ The PRIMAD components, filled from params.yaml and dvc.lock:
 - **platform**: the software libraries and their versions, the retrieval toolkit, the locked
   environment (`requirements.lock`'s sha256 and any installed package that differs from
   it), the device requested by params (`train.device`);
-- **implementation**: the command, the language, the repository (its `origin` URL, without
-  credentials, when it has one) and the git tree hashes of the code (`pipeline/`, `stages/`)
-  at HEAD, with `dirty: true` when tracked code differs from HEAD;
+- **implementation**: the command, the language and the code the stage ran: its code digest
+  (`data/code/<stage>.txt`, written by the `params` stage: every project file the stage
+  imports with its MD5; pipeline/deps) and that file's MD5;
 - **method**: automatic, how score ties are ordered, the BM25 first stage (params
   `candidates`) and the reranker it feeds (model, method settings, seed; the model's DVC
   hash from dvc.lock);
@@ -20,11 +20,15 @@ The PRIMAD components, filled from params.yaml and dvc.lock:
   hashes of the data the run was made from (corpus, queries, candidates), from dvc.lock.
 
 **Decision**: the block holds nothing that differs between two machines or two checkouts
-of the same code and inputs: no CPU model, kernel, host, date or commit id (a commit id
-changes with the commit's time and author even when the code is the same), because DVC
-compares outputs by content and the pipeline's runs are byte-identical across machines. The
-code is named by git *tree* hashes instead (`git show <hash>` lists it); `build_metadata(...,
-commit=True)` adds the commit for uses outside DVC. Hashes come from the dvc.lock entries of
+of the same code and inputs: no CPU model, kernel, host, date, commit id, git tree hash or
+remote URL. A commit id changes with the commit's time and author even when the code is the
+same, and a tree hash of `pipeline/` changes with any file in it, also one the stage never
+runs (issue 41: a run written at HEAD differed from the one dvc.lock recorded although
+nothing it depends on had changed, so `dvc pull` of a colleague's runs failed); the remote
+URL differs between clones. The code is named by the stage's own code digest instead, which
+is a dependency of the stage in dvc.yaml: the run changes exactly when the stage reruns.
+`build_metadata(..., commit=True)` adds the repository, commit and a `dirty` flag for uses
+outside DVC. Hashes come from the dvc.lock entries of
 the stages that produced each input (written before a downstream stage runs in `dvc repro`);
 an entry that is absent is left out.
 """
@@ -124,23 +128,24 @@ def _public_url(url: str | None) -> str | None:
     return re.sub(r"^(\w+://)[^/@]*@", r"\1", url)
 
 
-def source(root: str | Path = ".", commit: bool = False) -> dict[str, Any]:
-    """ir_metadata `implementation.source`: language, repository, code tree hashes."""
+def source(
+    root: str | Path = ".", stage: str | None = None, commit: bool = False
+) -> dict[str, Any]:
+    """ir_metadata `implementation.source`: the language and, for a pipeline stage, its code
+    digest (``data/code/<stage>.txt``: path and MD5); with `commit`, the repository, HEAD
+    and whether tracked code differs from it (outside DVC only: these change across clones)."""
     r = Path(root)
     out: dict[str, Any] = {"lang": ["python"]}
-    url = _public_url(_git(["remote", "get-url", "origin"], r))
-    if url:
-        out["repository"] = url
-    trees = {name: _git(["rev-parse", f"HEAD:{name}"], r) for name in CODE}
-    if all(trees.values()):
-        out["tree"] = trees
-        changed = _git(["status", "--porcelain", "--untracked-files=no", "--", *CODE], r)
-        if changed:
-            out["dirty"] = True
+    digest = paths.CODE / f"{stage}.txt" if stage else None
+    if digest is not None and (r / digest).is_file():
+        md5 = hashlib.md5((r / digest).read_bytes()).hexdigest()
+        out["code"] = {"digest": digest.as_posix(), "md5": md5}
     if commit:
+        url = _public_url(_git(["remote", "get-url", "origin"], r))
         head = _git(["rev-parse", "HEAD"], r)
-        if head:
-            out["commit"] = head
+        out |= {k: v for k, v in (("repository", url), ("commit", head)) if v}
+        if head and _git(["status", "--porcelain", "--untracked-files=no", "--", *CODE], r):
+            out["dirty"] = True
     return out
 
 
@@ -193,6 +198,11 @@ def _command(params: Params, method: str) -> str:
     return f"python -m stages.rerank {method} --zero-shot"
 
 
+def _stage(params: Params, method: str) -> str:
+    """The code digest of the stage that writes the run (pipeline.deps.digest's names)."""
+    return f"train@{method}" if method in params.methods else "rerank"
+
+
 def build_metadata(
     params: Params,
     method: str,
@@ -233,7 +243,7 @@ def build_metadata(
         },
         "implementation": {
             "executable": {"cmd": _command(params, method)},
-            "source": source(root, commit),
+            "source": source(root, _stage(params, method), commit),
         },
         "method": {
             "automatic": True,
@@ -293,6 +303,7 @@ def post_metadata(params: Params, name: str, seed: int | None = None) -> dict[st
     meta = build_metadata(params, entry.base, seed=seed)
     meta["tag"] = name
     meta["implementation"]["executable"]["cmd"] = f"python -m stages.post {name}"
+    meta["implementation"]["source"] = source(".", "post")
     meta["method"]["retrieval"].append({"name": name, "method": "post-processing",
                                         **entry.settings()})  # fmt: skip
     return meta

@@ -1,7 +1,8 @@
 """Stage `evaluate@<method>`: effectiveness and fairness metrics of the method's run: writes
-`eval/<method>/[seed-<n>/]per_query.parquet` + `metrics.json` and `metrics/<method>.json` (flat
-keys for `dvc metrics diff`; over seeds: means, `std`, pipeline/metrics/runner.py; `profile`:
-digests of its params, pipeline/profile.py); `bm25` also writes `runs/bm25/run.trec`."""
+`eval/<method>/[seed-<n>/]per_query.parquet` + `metrics.json` (every key; over seeds: means,
+`std`; `profile`: digests of its params, pipeline/profile.py) and the headline
+`metrics/<method>.json` for `dvc metrics show/diff` (`runner.HEADLINE`); `bm25` also writes
+`runs/bm25/run.trec`."""
 
 from __future__ import annotations
 
@@ -28,8 +29,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p, m, seed_runs = ns.params.evaluate, ns.method, ns.params.seed_runs_of(ns.method)
     post = get_post_entry(ns.params, m) if m in ns.params.post else None  # a `post:` entry
     trained = not ns.first_stage and m != ZERO_SHOT and (post is None or post.base != ZERO_SHOT)
-    if trained and post is None:
-        get_method(ns.params, m)
+    _ = get_method(ns.params, m) if trained and post is None else None
     with ns.clock("inputs"):  # the stage logs its phases' seconds (stages.common)
         shared = runner.read_shared()
         runs = runner.read_runs(m, seed_runs, shared, ns.first_stage)
@@ -44,17 +44,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         if submit is not None:  # the collection's own submission files of this run
             submit(run, paths.evals(m, sub), ns.params.evaluate)
         runner.write_eval(per_query, {**per_seed[seed], **info}, paths.evals(m, sub))
-    several = runs[0][1] != ""  # seed-<n>/ folders: train.seeds is set
-    result = {**(runner.over_seeds(per_seed) if several else per_seed[runs[0][0]]), **info}
+    result = {**(runner.over_seeds(per_seed) if runs[0][1] else per_seed[runs[0][0]]), **info}
     with ns.clock("weak, scoped and transfer metrics"):
         result |= runner.weak_metrics(m, seed_runs, shared, p, seeds)
         result = runner.merged(result, runner.scope_metrics(m, runs, shared, p, seeds))
         result = runner.merged(result, runner.transfer_metrics(m, seed_runs, p, ns.first_stage))
     result["profile"] = profile.profile(profile.read_tree(), not ns.first_stage, trained)
-    for path in ([paths.evals(m) / "metrics.json"] if several else []) + [paths.metrics(m)]:
-        io.write_json(result, path)
-    at10 = ", ".join(f"{k} {v:.4f}" for k, v in result.items() if k.endswith("@10"))
-    log.info("evaluate@%s: %d run(s); %s", m, len(runs), at10)
+    io.write_json(result, paths.evals(m) / "metrics.json")
+    io.write_json(runner.headline(result, ns.params.report.primary), paths.metrics(m))
+    log.info("evaluate@%s: %d run(s); %s", m, len(runs), ", ".join(
+        f"{k} {v:.4f}" for k, v in result.items() if k.endswith("@10")))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipeline import io, paths, schemas
+from pipeline import io, paths, profile, schemas
 from pipeline.metrics import EvalInputs
 from pipeline.metrics.inputs import intersect
 from pipeline.metrics.suite import aggregate as aggregate_metrics
@@ -290,6 +290,24 @@ COMPLEXITY_INFO = {
     "complexity_dropped": "dropped_indices",
     "complexity_length_proxies": "length_proxies",
 }
+
+
+HEADLINE = ("n_queries", "MRR@10", "nDCG@10", "{primary}", "ARaB-tf@10", "judged.{primary}",
+            "transfer.MRR@10", "transfer.{primary}")
+"""The keys of ``metrics/<method>.json`` (issue 41): effectiveness, the primary fairness
+metric (``report.primary``), the signed ARaB (its direction: > 0 ranks male-leaning
+documents higher, SPEC §4.1), the primary on the judged scope and on the held-out collection.
+Everything else stays in ``eval/<method>/metrics.json``, which the report reads."""
+
+
+def headline(result: Mapping[str, Any], primary: str) -> dict[str, Any]:
+    """The DVC metrics file of a row: the `HEADLINE` keys it has (a row without the
+    held-out collection has no ``transfer.*``) and its one-string `profile` digest."""
+    keys = [k.format(primary=primary) for k in HEADLINE]
+    out: dict[str, Any] = {k: result[k] for k in dict.fromkeys(keys) if k in result}
+    if "profile" in result:
+        out["profile"] = profile.compact(result["profile"])
+    return out
 
 
 def write_eval(per_query: pl.DataFrame, result: Mapping[str, Any], folder: Path) -> None:

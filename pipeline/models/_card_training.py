@@ -156,8 +156,8 @@ def evaluation_rows(
     """The card's rows: this model's seed, the mean over seeds, and the reference rows of
     the same profile; and a note per reference row left out (another profile)."""
     sub = t.sub
-    seed_file = paths.evals(method, sub) / "metrics.json" if sub else paths.metrics(method)
-    mean_file = paths.metrics(method)
+    seed_file = paths.evals(method, sub) / "metrics.json"  # every key (metrics/: the headline)
+    mean_file = paths.evals(method) / "metrics.json"
     rows: list[Row] = []
     if (root / seed_file).is_file():
         values = json.loads((root / seed_file).read_text())
@@ -176,14 +176,14 @@ def evaluation_rows(
     notes = []
     mine = rows[0].values if rows else {}
     for ref, what in (("bm25", "the BM25 candidates"), ("zero-shot", "the untrained model")):
-        f = root / paths.metrics(ref)
-        if not f.is_file() or not rows:
+        rel = paths.evals(ref) / "metrics.json"
+        if not (root / rel).is_file() or not rows:
             continue
-        values = json.loads(f.read_text())
+        values = json.loads((root / rel).read_text())
         if same_profile(mine, values):
-            rows.append(Row(ref, paths.metrics(ref).as_posix(), what, values))
+            rows.append(Row(ref, rel.as_posix(), what, values))
         else:
-            notes.append(f"`{ref}` is left out: `{paths.metrics(ref).as_posix()}` comes from "
+            notes.append(f"`{ref}` is left out: `{rel.as_posix()}` comes from "
                          f"another profile ({_profile_text(values)}, this model's: "
                          f"{_profile_text(mine)}); `dvc repro` updates it.")  # fmt: skip
     return rows, notes

@@ -98,7 +98,7 @@ def test_the_guide_adds_four_plugins_one_file_each(
     assert not any("@baseline" in line for line in ran), experiment.stdout  # λ is its own
 
     for m in ("bm25", "zero-shot", "baseline", "version_gap"):
-        values = json.loads((repo / f"metrics/{m}.json").read_text())
+        values = json.loads((repo / f"eval/{m}/metrics.json").read_text())  # every key
         assert 0.0 <= values["GroupShare@10"] <= 1.0, m
     summary = (repo / "metrics/summary.md").read_text()
     assert "GroupShare@10 ·" in summary, summary

@@ -124,7 +124,7 @@ def test_trec_fair_2022(tmp_path: Path, miniature: Miniature, no_network: NoNetw
     assert set(align["dimension"]) == {"gender_category", "page_subcont_regions"}
     corpus = pl.read_parquet(repo / "data/corpus.parquet")
     assert set(align["doc_id"]) == set(corpus["doc_id"])
-    metrics = json.loads((repo / "metrics/baseline.json").read_text())
+    metrics = json.loads((repo / "eval/baseline/metrics.json").read_text())  # every key
     assert 0.0 <= metrics["AWRF@10"] <= 1.0
     audit = pl.read_csv(repo / "metrics/audit_edbt2022.csv")
     assert all(s.startswith("skipped") for s in audit["status"])  # MS MARCO only

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import polars as pl
 import pytest
 import yaml
 
-from tests.stages.conftest import ROOT, make_repo
+from tests.stages.conftest import ROOT, make_repo, run
 
 pytestmark = pytest.mark.slow
 Dvc = Callable[..., subprocess.CompletedProcess[str]]
@@ -147,7 +149,6 @@ def test_every_query_is_tested_once_by_a_model_that_never_saw_it(tiny_repo: Path
 def test_unknown_method_stage_error(tiny_repo: Path, tmp_path: Path) -> None:
     repo = tmp_path / "r"
     shutil.copytree(tiny_repo, repo)
-    from tests.stages.conftest import run
 
     proc = run(["python", "-m", "stages.train", "nope"], repo, check=False)
     assert proc.returncode == 1
@@ -175,7 +176,6 @@ def _head_copy(tiny_repo: Path, dest: Path, dvc: Dvc) -> Path:
     """A copy of the tiny repository with its workspace back at HEAD (earlier tests ran
     experiments in it)."""
     shutil.copytree(tiny_repo, dest)
-    from tests.stages.conftest import run
 
     run(["git", "reset", "-q", "--hard", "HEAD"], dest)
     dvc(dest, "checkout", "-f", "-q")
@@ -199,7 +199,7 @@ def test_seeds_train_each_method_per_seed(tiny_repo: Path, tmp_path: Path, dvc: 
             assert (repo / f"models/{m}/seed-{seed}/fold-0/ranker.json").is_file()
             assert (repo / f"runs/{m}/seed-{seed}/run.trec").is_file()
             seeds[seed] = json.loads((repo / f"eval/{m}/seed-{seed}/metrics.json").read_text())
-        metrics = json.loads((repo / f"metrics/{m}.json").read_text())
+        metrics = json.loads((repo / f"eval/{m}/metrics.json").read_text())  # every key
         assert metrics["seeds"] == [1, 2]
         for key in ("MRR@10", "NFaiRR@10"):
             values = [seeds[1][key], seeds[2][key]]
@@ -224,12 +224,11 @@ def test_metrics_diff_between_two_experiments(tiny_repo: Path, tmp_path: Path, d
     for name, lam in (("lam-a", "0.001"), ("lam-b", "2")):
         dvc(repo, "exp", "run", "-n", name, "-S", f"methods.penalty_irrelevant.loss.0.lambda={lam}")
     changed = json.loads(dvc(repo, "metrics", "diff", "lam-a", "lam-b", "--json").stdout)
-    # the method's metrics and its DVCLive training summary (final loss); the others: same
-    assert set(changed) == {"metrics/penalty_irrelevant.json",
-                            "dvclive/penalty_irrelevant/metrics.json"}, changed  # fmt: skip
+    # the method's headline; the others: the same
+    assert set(changed) == {"metrics/penalty_irrelevant.json"}, changed
     full = json.loads(dvc(repo, "metrics", "diff", "lam-a", "lam-b", "--all", "--json").stdout)
     flat = full["metrics/penalty_irrelevant.json"]
-    assert {"MRR@10", "ARaB-tf-abs@10", "NFaiRR@10", "nDCG@10"} <= set(flat), flat
+    assert {"MRR@10", "ARaB-tf@10", "NFaiRR@10", "nDCG@10"} <= set(flat), flat
     for key, row in changed["metrics/penalty_irrelevant.json"].items():
         assert row["diff"] == pytest.approx(row["new"] - row["old"]), key
     assert full["metrics/baseline.json"]["MRR@10"]["diff"] == 0
@@ -237,3 +236,81 @@ def test_metrics_diff_between_two_experiments(tiny_repo: Path, tmp_path: Path, d
     assert re.search(r"\| metrics/penalty_irrelevant\.json +\| MRR@10 +\| [0-9.]+ +\|", table), (
         table
     )
+
+
+EXP_SHOW = ("dvc exp show --only-changed --drop "
+            r"'Created|eval|params\.yaml|[^:]+/[^:]+$|.+:(?!(MRR|NFaiRR)@10$)'")
+"""The README's readable `dvc exp show`: the settings an experiment changed beside MRR@10 and
+NFaiRR@10 of the files it changed (no creation time, no dependency hashes)."""
+
+
+def test_dvc_views_fit_a_terminal(tiny_repo: Path, tmp_path: Path, dvc: Dvc) -> None:
+    """`dvc metrics show`, `dvc metrics diff` and the README's `dvc exp show` after an
+    experiment: every line fits 200 columns and no cell is cut to "…" (issue 41)."""
+    repo = _head_copy(tiny_repo, tmp_path / "r", dvc)
+    dvc(repo, "exp", "run", "-n", "shift05-lam1", "-S", "post.shift_05.lambda=1")
+    wide = {"COLUMNS": "200"}
+    views = {
+        "metrics show": ["metrics", "show"],
+        "metrics diff": ["metrics", "diff"],
+        "exp show": [*shlex.split(EXP_SHOW)[1:], "--no-pager"],
+    }
+    for name, args in views.items():
+        out = run([sys.executable, "-m", "dvc", *args], repo, env=wide).stdout
+        lines = out.splitlines()
+        assert len(lines) >= 3, (name, out)
+        too_wide = [line for line in lines if len(line.rstrip()) > 200]
+        assert not too_wide and "…" not in out, (name, out)
+    shown = run([sys.executable, "-m", "dvc", *views["exp show"]], repo, env=wide).stdout
+    assert "shift05-lam1" in shown and "post.shift_05.lambda" in shown, shown
+    assert "metrics/shift_05.json:NFaiRR@10" in shown and "Created" not in shown, shown
+    metrics = run([sys.executable, "-m", "dvc", "metrics", "show"], repo, env=wide).stdout
+    assert "dvclive" not in metrics and "metrics/shift_05.json" in metrics, metrics
+    assert EXP_SHOW in (ROOT / "README.md").read_text(encoding="utf-8")  # the one documented
+
+
+RETURN = ("git checkout HEAD -- params.yaml dvc.lock metrics dvclive plots && "
+          "git clean -fdq -- metrics dvclive plots && dvc checkout --force")
+"""The README's return to the committed default after the quick run (issue 41)."""
+
+
+def test_return_to_default_after_a_quick_run(tiny_repo: Path, tmp_path: Path, dvc: Dvc) -> None:
+    """A quick run of two methods (one seed instead of none, fewer queries and steps)
+    changes params.yaml, dvc.lock, the metrics, DVCLive's files (a seed-1/ folder in place
+    of the fold folders) and the cached outputs; the README's command returns to HEAD:
+    `git status` and `dvc status` clean."""
+    repo = _head_copy(tiny_repo, tmp_path / "r", dvc)
+    dvc(repo, "exp", "run", "-n", "quick", "-S", "train.max_steps=2", "-S", "train.seeds=[1]",
+        "-S", "dataset.grep_biasir.max_queries=6", "evaluate@baseline",
+        "evaluate@penalty_irrelevant")  # fmt: skip
+    changed = run(["git", "status", "--porcelain"], repo).stdout
+    assert "?? dvclive/baseline/plots/metrics/seed-1/" in changed and " M dvc.lock" in changed
+    run(["bash", "-c", RETURN.replace("dvc ", f"{sys.executable} -m dvc ")], repo)
+    assert run(["git", "status", "--porcelain"], repo).stdout == ""
+    assert "Data and pipelines are up to date" in dvc(repo, "status").stdout
+    assert RETURN in (ROOT / "README.md").read_text(encoding="utf-8")  # the one documented
+
+
+def test_a_run_written_at_another_commit_is_byte_identical(
+    tiny_repo: Path, tmp_path: Path, dvc: Dvc
+) -> None:
+    """A run's ir_metadata names the stage's code digest, not git's tree hashes or commit:
+    retraining at a later commit whose change the stage does not run writes the same
+    runs/ and models/ (dvc.lock's hashes unchanged), so a lock committed at one commit
+    matches what the next commit's code writes (issue 41)."""
+    repo = _head_copy(tiny_repo, tmp_path / "r", dvc)
+
+    def outs() -> dict[str, str]:
+        lock = yaml.safe_load((repo / "dvc.lock").read_text())
+        return {o["path"]: o["md5"] for o in lock["stages"]["train@baseline"]["outs"]
+                if o["path"].startswith(("runs/", "models/"))}  # fmt: skip
+
+    before = outs()
+    (repo / "pipeline" / "_unrelated.py").write_text('"""No stage imports this."""\n')
+    run(["git", "add", "-A"], repo)
+    run(["git", "commit", "-qm", "an unrelated change: new trees, new commit"], repo)
+    dvc(repo, "repro", "-q", "params")
+    meta = (repo / "runs/baseline/run.trec.ir_metadata.yaml").read_text()
+    assert "data/code/train@baseline.txt" in meta and "tree" not in meta, meta
+    dvc(repo, "repro", "-q", "-f", "-s", "train@baseline")  # retrained at the new commit
+    assert outs() == before

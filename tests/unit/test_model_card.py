@@ -33,15 +33,16 @@ def _project(root: Path) -> None:
     (root / "data").mkdir()
     queries = {"query_id": [str(i) for i in range(8)], "fold": [0, 0, 0, 1, 1, 1, 1, 1]}
     pl.DataFrame(queries | {"split": ["test"] * 8}).write_parquet(root / "data/queries.parquet")
-    (root / "metrics").mkdir()
+    for row in ("bm25", "zero-shot"):  # every key of a row: eval/<row>/metrics.json
+        (root / "eval" / row).mkdir(parents=True)
     seed_dir = root / "eval/penalty_relevant/seed-1"
     seed_dir.mkdir(parents=True)
     (seed_dir / "metrics.json").write_text(json.dumps(_metrics(0.55, 8)))
     mean = _metrics(0.5, 8.0) | {"seeds": [1, 2, 3]}  # a mean over seeds: n_queries 8.0
-    (root / "metrics/penalty_relevant.json").write_text(json.dumps(mean))
-    (root / "metrics/bm25.json").write_text(json.dumps(_metrics(0.4, 8)))
+    (root / "eval/penalty_relevant/metrics.json").write_text(json.dumps(mean))
+    (root / "eval/bm25/metrics.json").write_text(json.dumps(_metrics(0.4, 8)))
     # a reference row from another profile (the 117-query default beside an 8-query model)
-    (root / "metrics/zero-shot.json").write_text(json.dumps(_metrics(0.9, 117, data="d0")))
+    (root / "eval/zero-shot/metrics.json").write_text(json.dumps(_metrics(0.9, 117, data="d0")))
     model = tiny_ranker("bi_encoder", train_layers=1).save(
         root / "models" / "penalty_relevant" / "seed-1" / "fold-1"
     )  # the default's train.seeds [1, 2, 3]: the first seed's models are kept
@@ -66,12 +67,12 @@ def test_exported_card_describes_its_model(tmp_path: Path) -> None:
     assert ("`penalty_relevant, seed 1` (eval/penalty_relevant/seed-1/metrics.json): all 2 "
             "fold models of seed 1 pooled over 8 test queries") in evaluation  # fmt: skip
     assert "this model ranked 5 of them" in evaluation
-    assert "`penalty_relevant, mean of 3 seeds` (metrics/penalty_relevant.json)" in evaluation
+    assert "`penalty_relevant, mean of 3 seeds` (eval/penalty_relevant/metrics.json)" in evaluation
     assert "| penalty_relevant, seed 1 | 0.5500 |" in evaluation
     assert "| penalty_relevant, mean of 3 seeds | 0.5000 |" in evaluation
     assert "| bm25 | 0.4000 |" in evaluation
     assert "| zero-shot |" not in evaluation  # another profile: left out, and said so
-    assert "`zero-shot` is left out: `metrics/zero-shot.json` comes from another profile " \
+    assert "`zero-shot` is left out: `eval/zero-shot/metrics.json` comes from another profile " \
         "(profile.data d0, 117 queries, this model's: profile.data d1, 8 queries)" in evaluation
     risks = text.split("## Bias, risks and limitations")[1]
     assert "ranks 0.20 places below the female version" in risks

@@ -49,8 +49,12 @@ def test_listing_marks_the_files_of_another_profile(
         ("bm25", False, False, new), ("zero-shot", True, False, new),
         ("baseline", True, True, new), ("penalty_relevant", True, True, old),
     ):  # fmt: skip
-        data = {"MRR@10": 0.5, "profile": profile.profile(params, model, train)}
-        (tmp_path / "metrics" / f"{name}.json").write_text(json.dumps(data))
+        parts = profile.profile(params, model, train)  # as stages.evaluate writes them:
+        full = tmp_path / "eval" / name / "metrics.json"  # every key, the parts
+        full.parent.mkdir(parents=True)
+        full.write_text(json.dumps({"MRR@10": 0.5, "profile": parts}))
+        head = {"MRR@10": 0.5, "profile": profile.compact(parts)}  # the DVC metrics file
+        (tmp_path / "metrics" / f"{name}.json").write_text(json.dumps(head))
     assert profile.main(["--repo", str(tmp_path)]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out == [
@@ -60,6 +64,17 @@ def test_listing_marks_the_files_of_another_profile(
         "stale    metrics/penalty_relevant.json  (profile.train: not params.yaml's)",
         "1 of 4 metrics files do not come from params.yaml; `dvc repro` updates them",
     ]
+    (tmp_path / "eval/penalty_relevant/metrics.json").unlink()  # the headline alone
+    assert profile.main(["--repo", str(tmp_path)]) == 1
+    assert ("stale    metrics/penalty_relevant.json  (profile: not params.yaml's)"
+            in capsys.readouterr().out)  # fmt: skip
     (tmp_path / "metrics/penalty_relevant.json").unlink()
     assert profile.main(["--repo", str(tmp_path)]) == 1
     assert "missing  metrics/penalty_relevant.json" in capsys.readouterr().out
+
+
+def test_compact_profile_is_one_short_string_that_changes_with_any_part() -> None:
+    a = {"data": "674b5cf101ab", "model": "bedc752c4eff"}
+    assert len(profile.compact(a)) == 12 and profile.compact(a) == profile.compact(dict(a))
+    assert profile.compact(a) != profile.compact(a | {"model": "bedc752c4efe"})
+    assert profile.compact(a) != profile.compact(a | {"train": "60f3cf82f81a"})

@@ -140,19 +140,33 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
 
 
-def test_source_names_code_trees_and_a_dirty_tree(tmp_path: Path) -> None:
+def test_source_names_the_stage_digest_and_never_the_checkout(tmp_path: Path) -> None:
+    """A run names the code by its stage's digest file: two checkouts (another commit, a
+    remote, an edit to a file the stage does not run) write the same block; the commit,
+    remote and dirty flag only with commit=True (issue 41)."""
     for name in ("pipeline", "stages"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "a.py").write_text("x = 1\n")
+    digest = tmp_path / "data" / "code" / "train@baseline.txt"
+    digest.parent.mkdir(parents=True)
+    digest.write_text("0123  pipeline/a.py\n")
     _git(tmp_path, "init", "-q")
     _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "add", "-A")
     _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "c")
-    clean = source(tmp_path)
-    assert set(clean["tree"]) == {"pipeline", "stages"} and "dirty" not in clean
-    assert "commit" not in clean and len(source(tmp_path, commit=True)["commit"]) == 40
-    (tmp_path / "pipeline" / "a.py").write_text("x = 2\n")
-    assert source(tmp_path)["dirty"] is True
-    assert source(tmp_path)["tree"] == clean["tree"]  # HEAD's trees
+    first = source(tmp_path, "train@baseline")
+    md5 = hashlib.md5(b"0123  pipeline/a.py\n").hexdigest()  # by hand: the file's bytes
+    assert first == {"lang": ["python"],
+                     "code": {"digest": "data/code/train@baseline.txt", "md5": md5}}
+    (tmp_path / "stages" / "a.py").write_text("x = 2\n")  # not in the digest
+    _git(tmp_path, "remote", "add", "origin", "https://example.org/fair.git")
+    _git(tmp_path, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "d")
+    assert source(tmp_path, "train@baseline") == first
+    assert source(tmp_path) == {"lang": ["python"]}  # outside a stage: no digest
+    full = source(tmp_path, "train@baseline", commit=True)
+    assert len(full["commit"]) == 40 and full["repository"] == "https://example.org/fair.git"
+    (tmp_path / "pipeline" / "a.py").write_text("x = 3\n")
+    assert source(tmp_path, commit=True)["dirty"] is True
+
 
 
 def test_remote_urls_lose_credentials_and_local_paths() -> None:
