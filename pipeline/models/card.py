@@ -142,10 +142,29 @@ def card(
         lines += ["", *notes, "", "## Bias, risks and limitations", "",
                   *_risks(rows[0].values), ""]  # fmt: skip
     else:
+        measured = ""
+        if method and training is not None:
+            sub = f"{training.sub}/" if training.sub else ""
+            measured = (f"`evaluate@{method}` measures it after training "
+                        f"(`eval/{method}/{sub}metrics.json`); ")  # fmt: skip
         lines += ["## Bias, risks and limitations", "",
-                  "Not yet measured: export with `python -m pipeline.models.card` after "
-                  "`dvc repro` to add the measured numbers.", ""]  # fmt: skip
+                  f"Not measured when the model was saved: {measured}export with "
+                  "`python -m pipeline.models.card` after `dvc repro` to add the measured "
+                  "numbers.", ""]  # fmt: skip
     return "\n".join(lines)
+
+
+def write_training_card(folder: Path, method: str, fold: int, seed: int,
+                        root: Path = Path(".")) -> None:  # fmt: skip
+    """The card a trained fold model is saved with (``train@<method>``): its method, seed,
+    fold and training settings; the measured numbers come later (`evaluate@`, `export`).
+    A model of a seed that is not kept (``train.keep_models: first``) keeps the plain card."""
+    meta = json.loads((folder / "ranker.json").read_text())
+    try:
+        t = training_of(method, fold, root, seed)
+    except CardError:
+        return
+    (folder / "README.md").write_text(card(meta, method, (), t, folder))
 
 
 def model_index(method: str | None, t: Training | None, row: Row) -> list[dict[str, Any]]:

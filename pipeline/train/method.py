@@ -26,6 +26,7 @@ from torch import Tensor
 from pipeline import paths
 from pipeline.errors import InputError
 from pipeline.models.base import Key
+from pipeline.models.card import write_training_card
 from pipeline.models.encoders import resolve_device
 from pipeline.models.registry import build_ranker, load_ranker
 from pipeline.params import Params
@@ -198,6 +199,7 @@ def train_job(ctx: MethodContext, job: Job, sink: StepSink | None) -> Result:
         return Result(curve, prep.runs.get("weak"), seconds=clock.seconds)
     with clock("save"):
         ranker.save(ctx.out / job.name)
+        write_training_card(ctx.out / job.name, method, job.fold, job.seed)  # how it trained
         clear_checkpoint(ckpt)
     run = moved = None
     if job.test is not None:

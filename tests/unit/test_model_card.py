@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -116,3 +117,29 @@ def test_an_unkept_seed_fails_with_one_line_that_says_why_and_how(
 
 def test_counts_are_written_as_counts() -> None:
     assert (count(117.0), count(117), count(7.5)) == ("117", "117", "7.5")
+
+
+def test_the_card_a_model_is_saved_with_names_its_method_seed_fold_and_training(
+    tmp_path: Path,
+) -> None:
+    """`train@` writes the card beside each kept fold model (issue 41: it was a stub with no
+    method, seed or fold); the numbers are measured later and the card says where."""
+    from pipeline.models.card import write_training_card
+
+    _project(tmp_path)
+    folder = tmp_path / "models" / "penalty_relevant" / "seed-1" / "fold-1"
+    (folder / "README.md").unlink()
+    write_training_card(folder, "penalty_relevant", 1, 1, root=tmp_path)
+    text = (folder / "README.md").read_text()
+    assert "# penalty_relevant (bi_encoder)" in text
+    assert "This model: seed 1 of `train.seeds` [1, 2, 3]" in text
+    assert "fold 1 of 2 (`models/penalty_relevant/seed-1/fold-1`)" in text
+    assert "loss: penalty (docs: relevant, lambda: 0.25, margin: 1.0)" in text
+    assert "trained on 3 queries, tested on 5" in text
+    assert "`evaluate@penalty_relevant` measures it after training " \
+        "(`eval/penalty_relevant/seed-1/metrics.json`)" in text
+    other = tmp_path / "models" / "penalty_relevant" / "seed-2" / "fold-0"  # not kept
+    shutil.copytree(folder, other, copy_function=shutil.copyfile)
+    (other / "README.md").write_text("plain\n")
+    write_training_card(other, "penalty_relevant", 0, 2, root=tmp_path)
+    assert (other / "README.md").read_text() == "plain\n"
