@@ -87,6 +87,6 @@ def judged_markdown(
         "an unweighted mean over <= k judged documents) is left out. Keys `judged.<metric>` in "
         "`metrics/<method>.json` and `comparison.csv`.",
         "", comparison_table(cmp, cols), "",
-        f"### Change vs `{baseline}` (%) [95% CI, % of |{baseline}|]", "",
+        f"### Change vs `{baseline}` (%) [family-wise 95% interval, % of |{baseline}|]", "",
         comparison_table(cmp, cols, change=True, skip=[baseline, *reference]), "",
     ])  # fmt: skip

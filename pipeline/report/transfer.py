@@ -77,7 +77,7 @@ def transfer_markdown(
         "some people answer several questions.",
         *(x for note in notes for x in ("", note)),
         "", comparison_table(cmp, [*cols, *TRANSFER_OVERALL]), "",
-        f"### Change vs `{baseline}` (%) [95% CI, % of |{baseline}|]", "",
+        f"### Change vs `{baseline}` (%) [family-wise 95% interval, % of |{baseline}|]", "",
         comparison_table(cmp, [*change, *change_columns(TRANSFER_OVERALL)], change=True,
                          skip=skip), "",
         "### Direction", "", direction_table(cmp, skip), "",

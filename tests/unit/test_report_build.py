@@ -85,10 +85,11 @@ def test_build_report_writes_tables_and_figures(eval_dir: Path, tmp_path: Path) 
     md = (tmp_path / "metrics" / "summary.md").read_text()
     assert "tokenizer: `reference`, dataset: `fake`" in md
     assert "Bonferroni-adjusted for 3 compared method(s)" in md
-    # (0.6 − 0.5) / 0.5, significant; CI of the differences 0.1 ± 0.01 in % of 0.5: ⊂ [18, 22]
+    # (0.6 − 0.5) / 0.5, significant; the differences 0.1 ± 0.01 in % of 0.5, at the
+    # Bonferroni level of 3 comparisons (z 2.39 instead of 1.96: ~22% wider): ⊂ [17, 23]
     better = re.search(r"\| better \| \+20\.00%† \[\+(\d+\.\d), \+(\d+\.\d)\] \|", md)
     assert better is not None
-    assert 18.0 <= float(better[1]) < 20.0 < float(better[2]) <= 22.0
+    assert 17.0 <= float(better[1]) < 20.0 < float(better[2]) <= 23.0
     assert "| same | +0.00% [+0.0, +0.0] |" in md  # identical: not marked, zero-width CI
     # +0.1 on average, but the two seeds differ by 0.2: the test over queries × seeds counts
     # the seed noise, so the difference is not significant (a query-only test would say it is)

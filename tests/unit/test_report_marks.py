@@ -16,9 +16,11 @@ def _cmp() -> pl.DataFrame:
         base | {"method": "base", "metric": "ARaB-tf-abs@10", "mean": 0.2, "n_seeds": 1},
         base | sig | {"method": "m", "metric": "ARaB-tf@10", "mean": 0.107, "baseline": -0.16,
                       "change_pct": 166.875},
-        # CI of the difference −0.05 ± 0.02, baseline 0.2: [−35%, −15%]
+        # the family-wise interval of the difference −0.05 ± 0.02, baseline 0.2: [−35%, −15%]
+        # (the narrower unadjusted 95% interval is not the one shown)
         base | sig | {"method": "m", "metric": "ARaB-tf-abs@10", "mean": 0.15, "baseline": 0.2,
-                      "change_pct": -25.0, "ci_low": -0.07, "ci_high": -0.03},
+                      "change_pct": -25.0, "ci_low": -0.06, "ci_high": -0.04,
+                      "ci_adj_low": -0.07, "ci_adj_high": -0.03},
     ]  # fmt: skip
     return pl.DataFrame(rows, schema=COMPARISON_SCHEMA)
 
@@ -31,7 +33,7 @@ def test_dagger_on_magnitudes_not_on_signed_columns() -> None:
     assert lines[-1] == "| m | 0.1070 | 0.1500† |"
 
 
-def test_change_cell_shows_the_ci_in_percent_of_the_baseline() -> None:
+def test_change_cell_shows_the_family_wise_interval_in_percent_of_the_baseline() -> None:
     table = comparison_table(_cmp(), ["ARaB-tf-abs@10"], change=True, skip=["base"])
     assert table.splitlines()[-1] == "| m | -25.00%† [-35.0, -15.0] |"
 
@@ -40,7 +42,7 @@ def test_legend_names_the_correction_and_what_the_dagger_means() -> None:
     md = report_markdown(_cmp(), [10], "base", correction="holm")
     assert "Holm-Bonferroni-adjusted for 1 compared method(s)" in md
     assert "† means *different*, not *fairer*" in md
-    assert "### Change vs `base` (%) [95% CI, % of |base|]" in md
+    assert "### Change vs `base` (%) [family-wise 95% interval, % of |base|]" in md
     assert "Bonferroni-adjusted" in report_markdown(_cmp(), [10], "base")
 
 
