@@ -42,7 +42,7 @@ from pipeline.report.controls import (
     controls_text,
     training_rows,
 )
-from pipeline.report.family_figures import tradeoff_figure, training_figure
+from pipeline.report.family_figures import tradeoff_figure, training_figure, whiskers
 from pipeline.report.findings import findings_markdown
 from pipeline.report.inputs import load_per_query
 from pipeline.report.plots import save_png
@@ -131,12 +131,13 @@ def _tradeoff_plots(
     io.write_text(table.write_csv(float_precision=6), plots_dir / "tradeoff.csv")
     written = [plots_dir / "tradeoff.csv"]
     mrr = EFFECTIVE.column(k)
+    spans, mde = whiskers(cmp, [mrr, *(m.column(k) for m in PLOTTED)])
     for name, fair in ((m.tradeoff[1], m.column(k)) for m in PLOTTED if m.tradeoff):
         if points[fair].null_count() == points.height:
             log.warning("no %s values; %s trade-off plot skipped", fair, name)
             continue
         fig = tradeoff_figure(points, mrr, fair, baseline=baseline, reference=reference,
-                              families=families)  # fmt: skip
+                              families=families, intervals=spans, mde=mde)  # fmt: skip
         save_png(fig, plots_dir / f"tradeoff_{name}.png")
         written.append(plots_dir / f"tradeoff_{name}.png")
     return written

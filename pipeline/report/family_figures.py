@@ -8,14 +8,20 @@ grey for context, the family's methods in colour with a legend below the panel (
 in the data, so none can overlap), the baseline as a black square and the reference rows
 (`bm25`, `zero-shot`) as grey diamonds. The axes are scaled to the trained methods: a
 reference row outside them is drawn on the edge as a hollow diamond, its true values in the
-legend. Training curves: one panel per family, each with its own loss scale (one loss of a
-10× adversary no longer flattens the others), and the learning-rate schedules below.
+legend. Each method carries whiskers: the family-wise (Bonferroni) interval of its difference
+from the baseline, drawn around the baseline's value on each axis (`Interval`, from the
+comparison's ``ci_adj_*``), so a point whose whisker crosses the baseline's line is no
+detectable difference; each axis spans at least the baseline ± the largest MDE of that metric,
+so a cloud of points inside one MDE looks as small as it is (issue 41: the MRR axis spanned
+half the MRR MDE). Training curves: one panel per family, each with its own loss scale (one
+loss of a 10× adversary no longer flattens the others), and the learning-rate schedules below.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -67,10 +73,45 @@ def _grid(n: int, width: float, height: float) -> tuple[Figure, list[Axes]]:
     return fig, axes[:n]
 
 
+@dataclass(frozen=True)
+class Interval:
+    """A method's family-wise interval on one axis, in the metric's own units (absolute)."""
+
+    low: float
+    high: float
+
+
+Whiskers = Mapping[str, Mapping[str, Interval]]
+"""metric → method → its interval (the report's comparison rows, `whiskers`)."""
+
+
+def whiskers(cmp: pl.DataFrame, metrics: Sequence[str]) -> tuple[Whiskers, dict[str, float]]:
+    """Each method's family-wise interval per metric (baseline + ``ci_adj_low/high``) and
+    each metric's largest MDE over the compared methods, from a comparison frame."""
+    out: dict[str, dict[str, Interval]] = {}
+    mde: dict[str, float] = {}
+    for r in cmp.filter(pl.col("metric").is_in(list(metrics))).iter_rows(named=True):
+        lo, hi, base = r.get("ci_adj_low"), r.get("ci_adj_high"), r.get("baseline")
+        if lo is not None and hi is not None and base is not None:
+            out.setdefault(r["metric"], {})[r["method"]] = Interval(base + lo, base + hi)
+        if r.get("mde") is not None:
+            mde[r["metric"]] = max(mde.get(r["metric"], 0.0), float(r["mde"]))
+    return out, mde
+
+
 def _limits(values: Sequence[float], pad: float = 0.08) -> tuple[float, float]:
     lo, hi = min(values), max(values)
     span = (hi - lo) or abs(hi) or 1.0
     return lo - pad * span, hi + pad * span
+
+
+def _axis(values: Sequence[float], spans: Sequence[Interval], centre: float | None,
+          mde: float | None) -> tuple[float, float]:  # fmt: skip
+    """An axis's limits: the values, their whiskers and, around the baseline, ± the MDE."""
+    ends = [*values, *(i.low for i in spans), *(i.high for i in spans)]
+    if centre is not None and mde:
+        ends += [centre - mde, centre + mde]
+    return _limits(ends)
 
 
 def tradeoff_figure(
@@ -82,20 +123,27 @@ def tradeoff_figure(
     reference: Collection[str] = (),
     title: str | None = None,
     families: Mapping[str, str] | None = None,
+    intervals: Whiskers | None = None,
+    mde: Mapping[str, float] | None = None,
 ) -> Figure:
     """`y` (fairness) against `x` (effectiveness), one panel per family (module doc).
 
     `points` has a `method` column and the columns `x`, `y`; rows with a null are dropped.
-    `families`: method → family (`method_families`); without it, one panel.
+    `families`: method → family (`method_families`); without it, one panel. `intervals`,
+    `mde`: each method's whiskers and each metric's MDE (`whiskers`).
     """
+    spans = intervals or {}
     data = points.select("method", x, y).drop_nulls()
     rows = {r["method"]: (float(r[x]), float(r[y])) for r in data.iter_rows(named=True)}
     trained = {m: v for m, v in rows.items() if m not in reference}
     fam = {m: (families or {}).get(m, OTHERS) for m in trained}
     panels = list(dict.fromkeys(f for m, f in fam.items() if m != baseline)) or [OTHERS]
     fig, axes = _grid(len(panels), 4.6, 4.3)
-    xlim = _limits([v[0] for v in (trained or rows).values()])
-    ylim = _limits([v[1] for v in (trained or rows).values()])
+    centre = rows.get(baseline) if baseline else None
+    xlim = _axis([v[0] for v in (trained or rows).values()], list(spans.get(x, {}).values()),
+                 centre[0] if centre else None, (mde or {}).get(x))  # fmt: skip
+    ylim = _axis([v[1] for v in (trained or rows).values()], list(spans.get(y, {}).values()),
+                 centre[1] if centre else None, (mde or {}).get(y))  # fmt: skip
     for ax, family in zip(axes, panels, strict=True):
         ax.scatter([v[0] for v in trained.values()], [v[1] for v in trained.values()], s=14,
                    color=CONTEXT_COLOR, zorder=1)  # fmt: skip
@@ -103,6 +151,7 @@ def tradeoff_figure(
         for i, m in enumerate(members):
             ax.scatter(*rows[m], s=44, marker=MARKERS[i % len(MARKERS)], color=f"C{i % 10}",
                        label=m, zorder=3)  # fmt: skip
+            _whiskers(ax, rows[m], spans.get(x, {}).get(m), spans.get(y, {}).get(m), f"C{i % 10}")
         if baseline in rows:
             ax.scatter(*rows[baseline], s=50, marker="s", color="black", label=baseline, zorder=4)
         for r in (r for r in reference if r in rows):
@@ -117,6 +166,17 @@ def tradeoff_figure(
                   frameon=False, handletextpad=0.3, columnspacing=1.0)  # fmt: skip
     fig.suptitle(title or f"{axis_label(y).split(' ')[0]} vs {x}", fontsize=11)
     return fig
+
+
+def _whiskers(ax: Axes, xy: tuple[float, float], wx: Interval | None, wy: Interval | None,
+              color: str) -> None:  # fmt: skip
+    """A method's intervals as thin bars through its point (horizontal: x, vertical: y)."""
+    if wx is not None:
+        ax.plot([wx.low, wx.high], [xy[1], xy[1]], color=color, linewidth=0.9, alpha=0.7,
+                zorder=2)  # fmt: skip
+    if wy is not None:
+        ax.plot([xy[0], xy[0]], [wy.low, wy.high], color=color, linewidth=0.9, alpha=0.7,
+                zorder=2)  # fmt: skip
 
 
 def _reference_point(

@@ -176,3 +176,35 @@ def test_sweep_figure_with_the_default_methods_draws_the_unswept_ones_as_one_ban
         "penalty_irrelevant", "baseline (not swept)",
         f"{len(methods) - 2} other methods, not swept (their range)",
     ]  # fmt: skip
+
+
+def test_tradeoff_points_carry_family_wise_whiskers_and_axes_span_the_mde() -> None:
+    """Issue 41: each method's whiskers are baseline + its family-wise interval of the
+    difference (by hand below), and the axis spans the baseline ± the largest MDE even when
+    every point sits inside it."""
+    from pipeline.report.family_figures import Interval, whiskers
+    from pipeline.report.significance import COMPARISON_SCHEMA
+
+    base = dict.fromkeys(COMPARISON_SCHEMA)
+    rows = [base | {"method": "a", "metric": "MRR@10", "mean": 0.905, "baseline": 0.9,
+                    "ci_adj_low": -0.01, "ci_adj_high": 0.02, "mde": 0.05},
+            base | {"method": "a", "metric": "NFaiRR@10", "mean": 0.72, "baseline": 0.70,
+                    "ci_adj_low": 0.005, "ci_adj_high": 0.035, "mde": 0.01},
+            base | {"method": "b", "metric": "MRR@10", "mean": 0.9, "baseline": 0.9,
+                    "ci_adj_low": -0.002, "ci_adj_high": 0.002, "mde": 0.03}]  # fmt: skip
+    spans, mde = whiskers(pl.DataFrame(rows, schema=COMPARISON_SCHEMA), ["MRR@10", "NFaiRR@10"])
+    assert spans["MRR@10"]["a"] == Interval(pytest.approx(0.89), pytest.approx(0.92))
+    assert spans["NFaiRR@10"]["a"] == Interval(pytest.approx(0.705), pytest.approx(0.735))
+    assert mde == {"MRR@10": 0.05, "NFaiRR@10": 0.01}  # the largest per metric
+    points = pl.DataFrame({"method": ["baseline", "a", "b"], "MRR@10": [0.9, 0.905, 0.9],
+                           "NFaiRR@10": [0.70, 0.72, 0.701]})  # fmt: skip
+    fig = tradeoff_figure(points, "MRR@10", "NFaiRR@10", baseline="baseline",
+                          intervals=spans, mde=mde)  # fmt: skip
+    ax = next(ax for ax in fig.axes if ax.get_visible())
+    lo, hi = ax.get_xlim()
+    assert lo < 0.85 and hi > 0.95  # baseline 0.9 ± MDE 0.05, though the points span 0.005
+    bars = [line.get_xydata().tolist() for line in ax.get_lines()]
+    assert [[pytest.approx(0.89), pytest.approx(0.72)],
+            [pytest.approx(0.92), pytest.approx(0.72)]] in bars  # a's MRR whisker
+    assert [[pytest.approx(0.905), pytest.approx(0.705)],
+            [pytest.approx(0.905), pytest.approx(0.735)]] in bars  # a's NFaiRR whisker
