@@ -34,6 +34,7 @@ import polars as pl
 
 from pipeline import io, schemas
 from pipeline.report.adversary import adversary_markdown, adversary_table
+from pipeline.report.answer import answer_markdown
 from pipeline.report.claims import DEFAULT_RULE
 from pipeline.report.controls import (
     ControlEntry,
@@ -66,7 +67,7 @@ from pipeline.report.transfer import (
     transfer_notes,
 )
 from pipeline.report.variation import write_variation
-from pipeline.report.verdict_rule import VerdictRule
+from pipeline.report.verdict_rule import VerdictRule, scope_rows
 from pipeline.stats import BOOTSTRAP_SAMPLES, BOOTSTRAP_SEED
 
 log = logging.getLogger(__name__)
@@ -164,6 +165,24 @@ def _figures(
     return written
 
 
+def _with_answer(
+    md: str, cmp: pl.DataFrame, baseline: str, reference: Sequence[str], rule: VerdictRule,
+    k: int, alpha: float, info: Mapping[str, str], seeds: Sequence[int],
+    scopes: Mapping[str, pl.DataFrame | None], post_cmp: pl.DataFrame | None,
+    post: Mapping[str, Mapping[str, Any]],
+) -> str:  # fmt: skip
+    """``md`` with *What the default found* (`pipeline.report.answer`) after its title."""
+    parts = [f"`{info[key]}`" for key in ("dataset", "model") if key in info]
+    runs = f"{len(seeds)} seeds × " if len(seeds) > 1 else ""
+    setting = "On " + ", ".join(parts) + (f" ({runs}{info['evaluation']})"
+                                          if "evaluation" in info else "")  # fmt: skip
+    section = answer_markdown(cmp, baseline, skip=reference, rule=rule, k=k, alpha=alpha,
+                              setting=setting, scopes=scope_rows(scopes), post_cmp=post_cmp,
+                              post=post)  # fmt: skip
+    title, _, rest = md.partition("\n")
+    return f"{title}\n\n{section}{rest}"
+
+
 def build_report(
     method_names: Sequence[str],
     eval_dir: str | Path,
@@ -238,6 +257,7 @@ def build_report(
                                    seeds=seeds if len(seeds) > 1 else (), alpha=alpha, rule=rule,
                                    scopes={JUDGED: judged, TRANSFER: transfer})  # fmt: skip
     md += controls_text(ccmp, pairs, len(controls or {}))
+    main_cmp = cmp  # the headline comparisons (scoped rows are added below)
     if judged is not None:
         md += judged_markdown(judged, baseline, reference, cutoffs)
         scoped = pl.format("{}.{}", pl.lit(JUDGED), "metric").alias("metric")
@@ -248,12 +268,14 @@ def build_report(
         named = pl.format("{}.{}", pl.lit(TRANSFER), "metric").alias("metric")
         cmp = pl.concat([cmp, transfer.with_columns(named)])
     k = 10 if 10 in cutoffs else cutoffs[0]
-    frontier_fig = None
+    frontier_fig, post_rows = None, None
     if post:
         post_md, post_rows, frontier_fig = post_report(
             eval_dir, baseline, post, cmp, k, alpha=alpha, correction=correction, folds=folds)
         md += "\n" + post_md
         cmp = pl.concat([cmp, post_rows])
+    md = _with_answer(md, main_cmp, baseline, reference, rule, k, alpha, full_info, seeds,
+                      {JUDGED: judged, TRANSFER: transfer}, post_rows, post)
     if train_dir is not None:  # its header alone when no method trains an adversary
         adversary = adversary_table(train_dir, method_names)
         md += adversary_markdown(adversary)

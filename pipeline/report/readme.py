@@ -12,35 +12,30 @@ from pathlib import Path
 
 from pipeline import io
 from pipeline.errors import InputError
+from pipeline.report.answer import TITLE as ANSWER
 
 log = logging.getLogger(__name__)
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 
 
-LEFT_OUT = ("Cut-off 20", "Counterfactual gender gap")
-"""Sections of summary.md the README does not repeat (long tables; they stay in the file)."""
-
-
-def sections(summary: str, left_out: tuple[str, ...] = LEFT_OUT) -> str:
-    """``summary`` without its ``## <title>`` sections whose title starts with one of
-    ``left_out`` (each up to the next ``## `` heading)."""
-    parts = summary.split("\n## ")
-    kept = [parts[0], *(p for p in parts[1:] if not p.startswith(left_out))]
-    return "\n## ".join(kept)
-
-
 def embed(readme: str, summary: str) -> str:
-    """`readme` with the text between the markers replaced by `summary` (its title demoted,
-    the sections of ``LEFT_OUT`` left out)."""
+    """`readme` with the text between the markers replaced by the *What the default found*
+    section of `summary` (`pipeline.report.answer`: its paragraph and headline table; the
+    README's own heading stays), pointing at the file for everything else (issue 41: the
+    README held 400 lines of generated tables before saying what the pipeline does)."""
     if START not in readme or END not in readme:
         raise InputError(f"README has no {START} … {END} markers to replace")
     head, rest = readme.split(START, 1)
     _, tail = rest.split(END, 1)
-    body = sections(summary).replace("# Summary\n", "", 1).replace("\n## ", "\n### ").strip()
+    found = section(summary, ANSWER)
+    missing = "_The committed `metrics/summary.md` predates this section: run `dvc repro`._"
+    body = found.split("\n", 1)[-1].strip() if found is not None else missing
     body = body.replace("](../plots/", "](plots/")  # figures linked from metrics/summary.md
-    note = ("_Generated from `metrics/summary.md` by `python -m pipeline.report.readme` (the "
-            "cut-off 20 and gap tables are in that file)._")  # fmt: skip
-    return f"{head}{START}\n{note}\n\n{body}\n{END}{tail}"
+    note = ("_Generated from `metrics/summary.md` by `python -m pipeline.report.docs --write`; "
+            "every table, the Findings per method, the controls, the judged scope, the "
+            "transfer collection and the inference-time methods are in "
+            "[metrics/summary.md](metrics/summary.md)._")  # fmt: skip
+    return f"{head}{START}\n{body}\n\n{note}\n{END}{tail}"
 
 
 CONTROLS_START, CONTROLS_END = "<!-- controls:start -->", "<!-- controls:end -->"

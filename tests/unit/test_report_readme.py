@@ -8,12 +8,14 @@ from pipeline.report.readme import CONTROLS_END, CONTROLS_START, END, START, emb
 
 
 def test_embed_replaces_between_markers_idempotently() -> None:
-    readme = f"intro\n{START}\nold table\n{END}\nafter\n"
-    summary = "# Summary\n\n## Cut-off 10\n\n| m |\n"
+    readme = f"## What the default found\n{START}\nold table\n{END}\nafter\n"
+    summary = ("# Summary\n\n## What the default found\n\nOn X: 2 methods.\n\n| m |\n\n"
+               "## Cut-off 10\n\n| long |\n")  # fmt: skip
     once = embed(readme, summary)
-    assert "old table" not in once
-    assert "### Cut-off 10" in once
-    assert once.startswith("intro\n") and once.endswith(f"{END}\nafter\n")
+    assert "old table" not in once and "On X: 2 methods.\n\n| m |" in once
+    assert "Cut-off 10" not in once and "| long |" not in once  # stays in metrics/summary.md
+    assert "[metrics/summary.md](metrics/summary.md)" in once
+    assert once.startswith("## What the default found\n") and once.endswith(f"{END}\nafter\n")
     assert embed(once, summary) == once
 
 
@@ -22,11 +24,9 @@ def test_embed_without_markers() -> None:
         embed("no markers", "x")
 
 
-def test_long_sections_stay_in_the_summary() -> None:
-    summary = "# Summary\n\n## Cut-off 10\n\nA\n\n## Cut-off 20\n\nB\n\n## Findings\n\nC\n"
-    out = embed(f"{START}\n{END}\n", summary)
-    assert "### Cut-off 10" in out and "### Findings" in out and "C" in out
-    assert "Cut-off 20" not in out and "\nB\n" not in out
+def test_a_summary_without_the_answer_says_so() -> None:
+    out = embed(f"{START}\n{END}\n", "# Summary\n\n## Cut-off 10\n\nA\n")
+    assert "predates this section" in out and "\nA\n" not in out
 
 
 def test_decisions_embed_the_controls_section_or_say_it_is_missing() -> None:
