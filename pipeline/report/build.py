@@ -179,8 +179,8 @@ def _with_answer(
     section = answer_markdown(cmp, baseline, skip=reference, rule=rule, k=k, alpha=alpha,
                               setting=setting, scopes=scope_rows(scopes), post_cmp=post_cmp,
                               post=post)  # fmt: skip
-    title, _, rest = md.partition("\n")
-    return f"{title}\n\n{section}{rest}"
+    title, _, rest = md.partition("\n")  # rest: the setting and the tables' legend
+    return f"{title}\n\n{section}\n## Reading the tables\n{rest}"
 
 
 def build_report(

@@ -20,9 +20,9 @@ TINY_PROFILE = (
     "method, the baseline, first), and as `post:` entries those the blocks name (the tiny "
     "profile's where it has one). A block marked `offline=REGEX` needs the "
     "network: it runs offline and must stop with output matching REGEX (the point where it "
-    "needs the network); the README's `recover` block then restores the workspace."
+    "needs the network); the `recover` block (docs/troubleshooting.md) then restores the workspace."
 )
-RECOVER = "recover"  # README.md: the commands that undo a failed experiment
+RECOVER = "recover"  # docs/troubleshooting.md: the commands that undo a failed experiment
 
 
 def runs_on_tiny(block: Block) -> bool:

@@ -1,6 +1,6 @@
 """DVC's own failure states, each made by a real DVC process killed at the worst moment, found
 and repaired by `python -m pipeline.doctor`; `dvc repro` then completes with the outputs it
-had before the kill. The commands run are the README's "Troubleshooting" block, read from it.
+had before the kill. The commands run are docs/troubleshooting.md's doctor block, read from it.
 
 - `.dvc/tmp/rwlock` cut: `dvc status` SIGKILLed halfway through rewriting it (DVC edits it in
   place: open for writing, then `json.dump`), as a timed kill or
@@ -43,11 +43,11 @@ OUTPUTS = ("data", "models", "runs", "eval", "metrics", "plots", "dvc.lock")
 
 
 def readme_commands() -> list[str]:
-    """The commands of the README's Troubleshooting block, comments dropped."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Troubleshooting") :]
-    block = re.search(r"```bash\n(.*?)```", section, re.S)
-    assert block, "README: no bash block under Troubleshooting"
+    """The commands of the first bash block of docs/troubleshooting.md (the doctor's),
+    comments dropped."""
+    text = (ROOT / "docs" / "troubleshooting.md").read_text()
+    block = re.search(r"```bash\n(.*?)```", text, re.S)
+    assert block, "docs/troubleshooting.md: no bash block"
     return [line.split("#")[0].strip() for line in block[1].splitlines() if line.strip()]
 
 

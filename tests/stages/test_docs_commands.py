@@ -9,7 +9,8 @@ entry where it has one, else the default's: `penalty_relevant`). Each file's blo
 document order in one copy of that reproduction, the workspace reset to its commit before
 each block; a block marked
 `offline=REGEX` needs the network, runs with every connection blocked and must stop with
-output matching REGEX, after which the README's `recover` block must bring `params.yaml`,
+output matching REGEX, after which the `recover` block (docs/troubleshooting.md) must
+bring `params.yaml`,
 `git status` and `dvc status` back to the commit. Blocks that only read the committed repo
 (`exec`) are run by tests/unit/test_docs.py; the ones a named test runs, by that test
 (`tested-by`).
@@ -102,7 +103,8 @@ def _expected_probes(no_network: NoNetwork, block: docs.Block) -> None:
 def test_documented_commands_run_on_the_tiny_profile(
     docs_repo: Path, tmp_path: Path, no_network: NoNetwork
 ) -> None:
-    recover = next(b for b in docs.parse(ROOT / "README.md") if b.name == doc_tiny.RECOVER)
+    recover = next(b for f in docs.doc_files(ROOT) for b in docs.parse(f)
+                   if b.name == doc_tiny.RECOVER)  # docs/troubleshooting.md  # fmt: skip
     timings: list[str] = []
     # a user's empty ir_datasets cache, not the session's, where other tests plant miniature
     # files (with them, an offline block's extract succeeded: an order dependency)
