@@ -632,6 +632,12 @@ def failed_experiment_findings(root: Path) -> list[Finding]:
     return doctor_exp.findings(root, Finding)
 
 
+def corrupt_cache_findings(root: Path) -> list[Finding]:
+    from pipeline import doctor_cache
+
+    return doctor_cache.findings(root, Finding)
+
+
 def _run_after(root: Path, problems: Sequence[Finding]) -> None:
     """The commands repairs asked for once DVC's lock is free (`dvc checkout`), each once."""
     for cmd in dict.fromkeys(tuple(f.then) for f in problems if f.then):
@@ -649,8 +655,9 @@ def diagnose(root: Path, fix: bool) -> tuple[list[Finding], list[Finding]]:
     as it is found (the later checks read DVC's state, which needs the earlier repairs)."""
     problems: list[Finding] = []
     notes: list[Finding] = []
-    checks = (rwlock_findings, lockfile_findings, cache_findings, checkpoint_findings,
-              queue_findings, workspace_findings, failed_experiment_findings)  # fmt: skip
+    checks = (rwlock_findings, lockfile_findings, cache_findings, corrupt_cache_findings,
+              checkpoint_findings, queue_findings, workspace_findings,
+              failed_experiment_findings)  # fmt: skip
     later = {cache_findings: "the DVC cache", checkpoint_findings: "checkpoints",
              queue_findings: "the experiment queue"}  # fmt: skip
     for check in checks:
