@@ -569,9 +569,12 @@ def queue_findings(root: Path) -> list[Finding]:
     out = []
     for entry in active:
         info = queue.proc.get(entry.stash_rev)
-        alive = info is not None and info.returncode is None and psutil.pid_exists(info.pid)
+        alive = info is not None and info.returncode is None and _running(info.pid)
         name = entry.name or entry.stash_rev[:7]
         if alive or _task_ids(queue, entry) & running:
+            continue
+        if (done := _finished(root, queue, entry, name)) is not None:
+            out.append(done)
             continue
         out.append(
             Finding(
@@ -583,6 +586,30 @@ def queue_findings(root: Path) -> list[Finding]:
             )
         )
     return out
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, an exited child its dead worker never reaped, does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _finished(root: Path, queue: Any, entry: Any, name: str) -> Finding | None:
+    """An orphaned experiment that finished: collected, never marked failed (doctor_queue)."""
+    from pipeline import doctor_queue
+
+    info = doctor_queue.finished(queue, entry.stash_rev)
+    if info is None:
+        return None
+    return Finding(
+        f"experiment {name!r} finished after its queue worker was killed, but was never "
+        f"collected: its result ({info.result_ref}) is only in {_rel(root, Path(info.root_dir))}",
+        "collect it (`dvc exp show` then lists it with its metrics, `dvc queue status` says "
+        "Success), then delete its temporary workspace",
+        functools.partial(doctor_queue.collect, root, entry.stash_rev, _task_ids(queue, entry)),
+    )
 
 
 def _task_ids(queue: Any, entry: Any) -> set[str]:
@@ -607,12 +634,28 @@ def workspace_findings(root: Path) -> list[Finding]:
         cwd = proc.info["cwd"]
         used |= {d for d in dirs if cwd and Path(cwd).resolve().is_relative_to(d.resolve())}
     left = [d for d in dirs if d not in used]
+    from pipeline import doctor_queue  # a workspace holding a result goes only once it is copied
+
+    held = doctor_queue.results_in(root, left)
+    kept = [Finding(f"{_rel(root, d)} holds experiment results the repository lacks "
+                    f"({', '.join(refs)})", "copy them into the repository (`dvc exp show` "
+                    "lists them), then delete the workspace",
+                    functools.partial(_fetch_and_delete, root, d, refs))
+            for d, refs in held.items()]  # fmt: skip
+    left = [d for d in left if d not in held]
     if not left:
-        return []
+        return kept
     size = io.size_text(sum(_size(d) for d in left))
-    return [_delete(root, left, f"{EXPS}: {len(left)} temporary workspaces of queued "
+    return [*kept, _delete(root, left, f"{EXPS}: {len(left)} temporary workspaces of queued "
                     f"experiments ({size}) that no process uses: their queue worker was "
                     "killed, and DVC deletes them only when the experiment ends")]  # fmt: skip
+
+
+def _fetch_and_delete(root: Path, workspace: Path, refs: list[str]) -> None:
+    from pipeline import doctor_queue
+
+    doctor_queue.fetch_results(root, workspace, refs)  # raises (workspace kept) if it fails
+    shutil.rmtree(workspace)
 
 
 def _size(folder: Path) -> int:
