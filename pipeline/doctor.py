@@ -24,7 +24,9 @@ into a full DVC cache fails without failing the run (DVC 3.67). Checked in this 
 4. The DVC cache (``pipeline/dvc_cache.py``): partial ``*.tmp`` files of copies into it that
    failed, and outputs in the workspace, as dvc.lock records them, that the cache lacks
    (DVC's ``not in cache``). Repair: delete the partial files, then copy each such output
-   into the cache (dvc.lock does not change).
+   into the cache (dvc.lock does not change). A cache object whose bytes no longer match
+   its md5 (an output changed in place through its hard link; ``pipeline/doctor_cache.py``).
+   Repair: delete it and the output, then ``dvc repro -f -s STAGE``.
 5. ``checkpoints/<method>/``: unfinished ``.tmp`` files of a killed writer, checkpoint files
    that are not a complete ``torch.save`` archive, checkpoints of a method no longer in
    ``dvc.yaml``, and checkpoints of a ``train@<method>`` stage that is up to date (its
@@ -33,10 +35,13 @@ into a full DVC cache fails without failing the run (DVC 3.67). Checked in this 
    kept and reported: the next ``dvc repro`` resumes from it; without one, the report says
    the stage trains from its first step.
 6. The experiment queue: experiments ``Running`` with no queue worker and no live process.
-   Repair: ``dvc queue kill`` (DVC's own call) marks them failed, so ``dvc exp show`` stops
-   listing them as running with their parent's metrics; ``dvc queue remove`` drops them.
+   One that finished (its result committed in its workspace, ``pipeline/doctor_queue.py``)
+   is collected with DVC's own calls, as its worker would have. Any other: ``dvc queue
+   kill`` (DVC's own call) marks it failed, so ``dvc exp show`` stops listing it as running
+   with its parent's metrics; ``dvc queue remove`` drops it.
 7. ``.dvc/tmp/exps/tmp*``: the temporary workspaces of queued experiments (tens of MB each)
-   that no process uses, left by a killed worker. Repair: delete them.
+   that no process uses, left by a killed worker. Repair: delete them; one holding an
+   experiment ref the repository lacks only after copying that ref into the repository.
 8. A failed ``dvc exp run``: ``params.yaml`` (or ``dvc.yaml``, ``dvc.lock``) still holds the
    experiment's values while git's index, which DVC left with the file's new size and time,
    calls it unchanged (``pipeline/doctor_exp.py``). Repair: write back git's version, then

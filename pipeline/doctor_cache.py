@@ -5,9 +5,11 @@ hardlink``, the decision and its numbers are in ``docs/decisions.md``): the work
 its cache object are one file. DVC makes both read-only, which stops a user's tools but not
 ``root`` (a container, CI) nor a disk fault: a file changed in place (``truncate -s 100
 data/candidates.parquet``) changes its cache object too. DVC names an object by the md5 it
-had when it was stored and never rereads it, so ``dvc status`` says up to date, ``dvc
-repro`` exits 0, and ``dvc repro -f -s STAGE`` or ``dvc checkout`` bring back the changed
-bytes: the corrupt file has become the recorded one.
+had when it was stored and never rereads it: ``dvc repro`` restores the stage from its
+run-cache by linking the output to that object (exit 0, ``dvc status`` up to date), ``dvc
+repro -f -s STAGE`` reruns it and links its fresh bytes to the same object, and ``dvc
+checkout`` does the same: the corrupt file has become the recorded one. No stage code runs
+on the run-cache path, so the stages cannot check this themselves; the doctor does.
 
 :func:`corrupt` rehashes every object that ``dvc.lock`` records (a DVC 3 object's name under
 ``files/md5/xx/`` is its md5; a ``.dir`` object is the JSON listing of a folder's files, each
