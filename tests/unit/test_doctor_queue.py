@@ -92,8 +92,10 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def _kill_worker_and_let_the_experiment_finish(repo: Path) -> None:
-    _dvc(repo, "exp", "run", "--queue", "-n", "orphan", "-S", "x=5", "-S", "sleep=4")
+def _kill_worker_and_let_the_experiment_finish(repo: Path, sleep: int = 4) -> None:
+    """Queue, start, SIGKILL the worker alone; while the orphan runs, the doctor changes
+    nothing (exit 2: a DVC process runs in the repository)."""
+    _dvc(repo, "exp", "run", "--queue", "-n", "orphan", "-S", "x=5", "-S", f"sleep={sleep}")
     subprocess.run([sys.executable, "-m", "dvc", "queue", "start"], cwd=repo,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)  # fmt: skip
     pid_file = repo / ".dvc/tmp/exps/celery/dvc-exp-worker-1.pid"
@@ -101,6 +103,9 @@ def _kill_worker_and_let_the_experiment_finish(repo: Path) -> None:
           and pid_file.is_file() and pid_file.read_text().strip())  # fmt: skip
     experiment = int(str(_info(repo, "json")["pid"]))
     os.kill(int(pid_file.read_text()), signal.SIGKILL)  # the worker only, not its group
+    if sleep > 4:
+        code, out = _doctor(repo, "--fix")
+        assert code == 2 and "DVC is running" in out and "exec-run" in out, out
     _wait("the orphaned experiment to finish", lambda: _gone(experiment))
     assert _info(repo, "run").get("result_ref"), _info(repo, "run")  # it committed its result
     status = _dvc(repo, "queue", "status").stdout
@@ -121,7 +126,7 @@ def _shown(repo: Path) -> dict[str, dict[str, object]]:
 
 
 def test_an_experiment_finished_after_its_worker_was_killed_is_collected(repo: Path) -> None:
-    _kill_worker_and_let_the_experiment_finish(repo)
+    _kill_worker_and_let_the_experiment_finish(repo, sleep=10)
     assert _shown(repo)["orphan"]["state"] == "running"  # for ever: nothing collects it
     workspaces = list((repo / ".dvc/tmp/exps").glob("tmp*"))
     assert len(workspaces) == 1  # the result lives only there
