@@ -103,6 +103,7 @@ def collect(root: Path, stash_rev: str, task_ids: set[str]) -> None:
     """What the killed worker would have done next: copy the experiment's result into the
     repository (DVC's ``collect_executor``), mark its queue task done, then delete its
     workspace (DVC's ``cleanup``), the last only once the repository holds the result."""
+    from dvc.exceptions import DvcException
     from dvc.repo import Repo
     from dvc.repo.experiments.executor.local import TempDirExecutor
     from dvc.repo.experiments.queue.base import BaseStashQueue
@@ -117,7 +118,14 @@ def collect(root: Path, stash_rev: str, task_ids: set[str]) -> None:
         executor = TempDirExecutor.from_info(info)
         workspace = Path(info.root_dir)
         if workspace.is_dir():
-            BaseStashQueue.collect_executor(repo.experiments, executor, info.result)
+            try:
+                BaseStashQueue.collect_executor(repo.experiments, executor, info.result)
+            except DvcException as e:  # e.g. an experiment of that name exists: kept
+                raise CollectError(
+                    f"experiment {info.name or stash_rev[:7]}: DVC could not collect it from "
+                    f"{workspace} ({e}); nothing deleted. Rename the other experiment (`dvc "
+                    "exp rename`), then run the doctor again"
+                ) from e
             lost = results_in(root, [workspace]).get(workspace, [])
             if info.result_ref in lost:
                 fetch_results(root, workspace, [info.result_ref])
