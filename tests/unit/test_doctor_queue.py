@@ -161,3 +161,19 @@ def test_a_workspace_holding_a_result_is_collected_before_it_is_deleted(repo: Pa
     assert _shown(repo)["orphan"]["score"] == 10, _shown(repo)
     assert not list((repo / ".dvc/tmp/exps").glob("tmp*"))
     assert _doctor(repo)[0] == 0
+
+
+def test_a_result_that_cannot_be_collected_keeps_its_workspace(repo: Path) -> None:
+    """Another experiment already holds the name (a sibling commit): the collection fails
+    with one line naming the fix, and the workspace, the result's only copy, stays."""
+    _kill_worker_and_let_the_experiment_finish(repo)
+    ref = str(_info(repo, "run")["result_ref"])
+    tree = run(["git", "rev-parse", "HEAD^{tree}"], repo).stdout.strip()
+    other = run(["git", "commit-tree", "-p", "HEAD", "-m", "another", tree], repo).stdout.strip()
+    run(["git", "update-ref", ref, other], repo)
+    code, out = _doctor(repo, "--fix")
+    assert code == 1 and "FAILED experiment 'orphan' finished" in out, out
+    assert "the workspace is kept" in out and "`dvc exp rename`" in out, out
+    (workspace,) = (repo / ".dvc/tmp/exps").glob("tmp*")
+    assert run(["git", "rev-parse", ref], workspace).stdout.strip() != other  # the result
+    assert run(["git", "rev-parse", ref], repo).stdout.strip() == other  # left alone
