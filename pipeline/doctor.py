@@ -24,7 +24,9 @@ into a full DVC cache fails without failing the run (DVC 3.67). Checked in this 
 4. The DVC cache (``pipeline/dvc_cache.py``): partial ``*.tmp`` files of copies into it that
    failed, and outputs in the workspace, as dvc.lock records them, that the cache lacks
    (DVC's ``not in cache``). Repair: delete the partial files, then copy each such output
-   into the cache (dvc.lock does not change).
+   into the cache (dvc.lock does not change). A cache object whose bytes no longer match
+   its md5 (an output changed in place through its hard link; ``pipeline/doctor_cache.py``).
+   Repair: delete it and the output, then ``dvc repro -f -s STAGE``.
 5. ``checkpoints/<method>/``: unfinished ``.tmp`` files of a killed writer, checkpoint files
    that are not a complete ``torch.save`` archive, checkpoints of a method no longer in
    ``dvc.yaml``, and checkpoints of a ``train@<method>`` stage that is up to date (its
@@ -33,10 +35,13 @@ into a full DVC cache fails without failing the run (DVC 3.67). Checked in this 
    kept and reported: the next ``dvc repro`` resumes from it; without one, the report says
    the stage trains from its first step.
 6. The experiment queue: experiments ``Running`` with no queue worker and no live process.
-   Repair: ``dvc queue kill`` (DVC's own call) marks them failed, so ``dvc exp show`` stops
-   listing them as running with their parent's metrics; ``dvc queue remove`` drops them.
+   One that finished (its result committed in its workspace, ``pipeline/doctor_queue.py``)
+   is collected with DVC's own calls, as its worker would have. Any other: ``dvc queue
+   kill`` (DVC's own call) marks it failed, so ``dvc exp show`` stops listing it as running
+   with its parent's metrics; ``dvc queue remove`` drops it.
 7. ``.dvc/tmp/exps/tmp*``: the temporary workspaces of queued experiments (tens of MB each)
-   that no process uses, left by a killed worker. Repair: delete them.
+   that no process uses, left by a killed worker. Repair: delete them; one holding an
+   experiment ref the repository lacks only after copying that ref into the repository.
 8. A failed ``dvc exp run``: ``params.yaml`` (or ``dvc.yaml``, ``dvc.lock``) still holds the
    experiment's values while git's index, which DVC left with the file's new size and time,
    calls it unchanged (``pipeline/doctor_exp.py``). Repair: write back git's version, then
@@ -569,9 +574,12 @@ def queue_findings(root: Path) -> list[Finding]:
     out = []
     for entry in active:
         info = queue.proc.get(entry.stash_rev)
-        alive = info is not None and info.returncode is None and psutil.pid_exists(info.pid)
+        alive = info is not None and info.returncode is None and _running(info.pid)
         name = entry.name or entry.stash_rev[:7]
         if alive or _task_ids(queue, entry) & running:
+            continue
+        if (done := _finished(root, queue, entry, name)) is not None:
+            out.append(done)
             continue
         out.append(
             Finding(
@@ -583,6 +591,30 @@ def queue_findings(root: Path) -> list[Finding]:
             )
         )
     return out
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, an exited child its dead worker never reaped, does not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _finished(root: Path, queue: Any, entry: Any, name: str) -> Finding | None:
+    """An orphaned experiment that finished: collected, never marked failed (doctor_queue)."""
+    from pipeline import doctor_queue
+
+    info = doctor_queue.finished(queue, entry.stash_rev)
+    if info is None:
+        return None
+    return Finding(
+        f"experiment {name!r} finished after its queue worker was killed, but was never "
+        f"collected: its result ({info.result_ref}) is only in {_rel(root, Path(info.root_dir))}",
+        "collect it (`dvc exp show` then lists it with its metrics, `dvc queue status` says "
+        "Success), then delete its temporary workspace",
+        functools.partial(doctor_queue.collect, root, entry.stash_rev, _task_ids(queue, entry)),
+    )
 
 
 def _task_ids(queue: Any, entry: Any) -> set[str]:
@@ -607,12 +639,28 @@ def workspace_findings(root: Path) -> list[Finding]:
         cwd = proc.info["cwd"]
         used |= {d for d in dirs if cwd and Path(cwd).resolve().is_relative_to(d.resolve())}
     left = [d for d in dirs if d not in used]
+    from pipeline import doctor_queue  # a workspace holding a result goes only once it is copied
+
+    held = doctor_queue.results_in(root, left)
+    kept = [Finding(f"{_rel(root, d)} holds experiment results the repository lacks "
+                    f"({', '.join(refs)})", "copy them into the repository (`dvc exp show` "
+                    "lists them), then delete the workspace",
+                    functools.partial(_fetch_and_delete, root, d, refs))
+            for d, refs in held.items()]  # fmt: skip
+    left = [d for d in left if d not in held]
     if not left:
-        return []
+        return kept
     size = io.size_text(sum(_size(d) for d in left))
-    return [_delete(root, left, f"{EXPS}: {len(left)} temporary workspaces of queued "
+    return [*kept, _delete(root, left, f"{EXPS}: {len(left)} temporary workspaces of queued "
                     f"experiments ({size}) that no process uses: their queue worker was "
                     "killed, and DVC deletes them only when the experiment ends")]  # fmt: skip
+
+
+def _fetch_and_delete(root: Path, workspace: Path, refs: list[str]) -> None:
+    from pipeline import doctor_queue
+
+    doctor_queue.fetch_results(root, workspace, refs)  # raises (workspace kept) if it fails
+    shutil.rmtree(workspace)
 
 
 def _size(folder: Path) -> int:
@@ -632,6 +680,12 @@ def failed_experiment_findings(root: Path) -> list[Finding]:
     return doctor_exp.findings(root, Finding)
 
 
+def corrupt_cache_findings(root: Path) -> list[Finding]:
+    from pipeline import doctor_cache
+
+    return doctor_cache.findings(root, Finding)
+
+
 def _run_after(root: Path, problems: Sequence[Finding]) -> None:
     """The commands repairs asked for once DVC's lock is free (`dvc checkout`), each once."""
     for cmd in dict.fromkeys(tuple(f.then) for f in problems if f.then):
@@ -649,8 +703,9 @@ def diagnose(root: Path, fix: bool) -> tuple[list[Finding], list[Finding]]:
     as it is found (the later checks read DVC's state, which needs the earlier repairs)."""
     problems: list[Finding] = []
     notes: list[Finding] = []
-    checks = (rwlock_findings, lockfile_findings, cache_findings, checkpoint_findings,
-              queue_findings, workspace_findings, failed_experiment_findings)  # fmt: skip
+    checks = (rwlock_findings, lockfile_findings, cache_findings, corrupt_cache_findings,
+              checkpoint_findings, queue_findings, workspace_findings,
+              failed_experiment_findings)  # fmt: skip
     later = {cache_findings: "the DVC cache", checkpoint_findings: "checkpoints",
              queue_findings: "the experiment queue"}  # fmt: skip
     for check in checks:
