@@ -8,8 +8,7 @@ complexity bin (easy → hard), one line per method.
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,7 @@ from matplotlib.figure import Figure
 
 from pipeline import io
 from pipeline.metrics.variation import FLAGS, MEASURE, PREFIX
-from pipeline.report.plots import save_png
+from pipeline.report.plots import LINESTYLES, save_png
 from pipeline.report.significance import PerQuery, as_seeds, query_means
 from pipeline.report.tables import markdown_table, summary_frame
 
@@ -138,37 +137,44 @@ def intervals_markdown(frame: pl.DataFrame, baseline: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def variation_figure(frame: pl.DataFrame, reference: str | None = None) -> Figure:
-    """nDCG@10 mean per complexity bin (EqualizeIR Figure 3) as small multiples: one panel per
-    method with its line in colour over every other method's in light grey, and the
-    ``reference`` row (default: the first row, BM25) dashed; one y scale for all panels."""
-    rows = list(frame.iter_rows(named=True))
-    ref = reference if reference is not None else (rows[0]["method"] if rows else None)
-    cols = min(6, max(len(rows), 1))
-    nrows = math.ceil(len(rows) / cols) if rows else 1
-    fig = Figure(figsize=(2.1 * cols, 1.75 * nrows + 0.6), layout="constrained")
+def variation_figure(
+    frame: pl.DataFrame, intervals: pl.DataFrame | None = None,
+    shown: Sequence[str] | None = None,
+) -> Figure:  # fmt: skip
+    """nDCG@10 per complexity bin (EqualizeIR Figure 3) with the claim it carries (issue 41:
+    30 near-identical small multiples carried none). Left: the mean per bin of the rows
+    ``shown`` (default: the first three, the reference rows and the baseline), one line each.
+    Right, with ``intervals`` (`bin_intervals`): every other method's change of c_v (the
+    variation across queries) from the baseline with its 95% bootstrap interval, sorted, the
+    zero line marked, so a method that evens out the bins is one whose whisker ends left of
+    zero."""
+    rows = {r["method"]: r for r in frame.iter_rows(named=True)}
+    names = list(shown) if shown is not None else list(rows)[:3]
+    has_ci = intervals is not None and intervals.height > 1
+    fig = Figure(figsize=(10.5 if has_ci else 5.2, 4.6), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(nrows, cols, sharex=True, sharey=True, squeeze=False).ravel()
+    axes = fig.subplots(1, 2 if has_ci else 1, squeeze=False).ravel()
     x = list(range(len(BINS)))
-    lines = {r["method"]: _bin_means(r) for r in rows}
-    for i, (ax, (method, y)) in enumerate(zip(axes, lines.items(), strict=False)):
-        for other, oy in lines.items():
-            if other != method:
-                ax.plot(x, oy, color="0.85", linewidth=0.8, zorder=1)
-        if ref is not None and ref != method and ref in lines:
-            ax.plot(x, lines[ref], color="0.4", linestyle="--", linewidth=0.9, zorder=2)
-        ax.plot(x, y, marker="o", markersize=3, color=f"C{i % 10}", linewidth=1.6, label=method,
-                zorder=3)  # fmt: skip
-        ax.set_title(method, fontsize=7.5)
-        ax.grid(alpha=0.3)
-    for ax in axes[len(lines) :]:
-        ax.set_visible(False)
-    axes[0].set_xticks(x, list(BINS), fontsize=7)
-    fig.supxlabel("query linguistic complexity", fontsize=9)
-    fig.supylabel(f"{MEASURE} (mean per bin)", fontsize=9)
-    if ref is not None:
-        fig.suptitle(f"{MEASURE} by query complexity; dashed: {ref}, grey: the other rows",
-                     fontsize=9)  # fmt: skip
+    for i, m in enumerate(n for n in names if n in rows):
+        axes[0].plot(x, _bin_means(rows[m]), marker="o", markersize=4, color=f"C{i % 10}",
+                     linestyle=LINESTYLES[i % len(LINESTYLES)], label=m)  # fmt: skip
+    axes[0].set_xticks(x, list(BINS), fontsize=8)
+    axes[0].set(xlabel="query linguistic complexity", ylabel=f"{MEASURE} (mean per bin)")
+    axes[0].set_title(f"{MEASURE} by query complexity", fontsize=9)
+    axes[0].legend(fontsize=7, frameon=False)
+    axes[0].grid(alpha=0.3)
+    if has_ci and intervals is not None:
+        ci = intervals.filter(pl.col("d_cv_low").is_not_null()
+                              & ~pl.col("method").is_in(names)).sort("d_cv")  # fmt: skip
+        y = list(range(ci.height))
+        axes[1].errorbar(ci["d_cv"].to_list(), y, fmt="o", markersize=3, color="C0",
+                         xerr=[(ci["d_cv"] - ci["d_cv_low"]).to_list(),
+                               (ci["d_cv_high"] - ci["d_cv"]).to_list()])  # fmt: skip
+        axes[1].axvline(0.0, color="0.3", linewidth=0.8, linestyle="--")
+        axes[1].set_yticks(y, ci["method"].to_list(), fontsize=6.5)
+        axes[1].set_xlabel("Δ c_v vs the baseline [95% bootstrap interval]; < 0: less variation")
+        axes[1].set_title(f"variation of {MEASURE} across queries, each method", fontsize=9)
+        axes[1].grid(alpha=0.3, axis="x")
     return fig
 
 
@@ -193,6 +199,7 @@ def write_variation(
         return []
     written = [Path(out_dir) / TABLE]
     text = variation_markdown(frame, next(iter(metrics.values()), None))
+    intervals = None
     if per_query is not None and baseline is not None:
         intervals = bin_intervals(per_query, baseline, n_resamples, seed)
         if intervals.height:
@@ -200,5 +207,6 @@ def write_variation(
     io.write_text(text, written[0])
     if plots_dir is not None:
         written.append(Path(plots_dir) / FIGURE)
-        save_png(variation_figure(frame), written[-1])
+        firsts = list(metrics)[:2] + ([baseline] if baseline else [])
+        save_png(variation_figure(frame, intervals, list(dict.fromkeys(firsts))), written[-1])
     return written

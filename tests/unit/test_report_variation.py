@@ -53,20 +53,23 @@ def test_frame_and_markdown() -> None:
     assert "| equalize | 0.450 |  |  | 0.500 | 0.450 | 0.400 | 0.100 |" in md
 
 
-def test_figure_has_one_panel_per_method() -> None:
-    """Small multiples: each panel draws its method in colour (the only labelled line) over
-    the other rows in grey; the first row (bm25) is the dashed reference elsewhere."""
-    fig = variation_figure(variation_frame(METRICS))
-    panels = [ax for ax in fig.axes if ax.get_visible()]
-    assert [ax.get_title() for ax in panels] == ["bm25", "equalize"]
-    for ax, method in zip(panels, ("bm25", "equalize"), strict=True):
-        labelled = [ln for ln in ax.get_lines() if not str(ln.get_label()).startswith("_")]
-        assert [ln.get_label() for ln in labelled] == [method]
-    own = next(ln for ln in panels[0].get_lines() if ln.get_label() == "bm25")
-    assert own.get_ydata().tolist() == pytest.approx([0.6, 0.4, 0.2])  # type: ignore[union-attr]
-    dashed = [ln for ln in panels[1].get_lines() if ln.get_linestyle() == "--"]
-    assert len(dashed) == 1 and dashed[0].get_ydata().tolist() == pytest.approx([0.6, 0.4, 0.2])  # type: ignore[union-attr]
-    assert [t.get_text() for t in panels[0].get_xticklabels()] == ["easy", "medium", "hard"]
+def test_figure_shows_the_bins_of_a_few_rows_and_every_method_s_change_with_its_interval(
+) -> None:
+    """Issue 41: one panel of the bins for the rows shown (not one panel per method) and a
+    forest of each method's Δ c_v with its interval, sorted, beside a zero line."""
+    frame = variation_frame(METRICS)
+    intervals = pl.DataFrame({"method": ["bm25", "equalize", "other"],
+                              "d_cv": [0.0, -0.2, 0.1], "d_cv_low": [0.0, -0.3, 0.0],
+                              "d_cv_high": [0.0, -0.1, 0.2]})  # fmt: skip
+    fig = variation_figure(frame, intervals, ["bm25", "equalize"])
+    bins, forest = fig.axes[:2]
+    assert [ln.get_label() for ln in bins.get_lines()] == ["bm25", "equalize"]
+    assert bins.get_lines()[0].get_ydata().tolist() == pytest.approx([0.6, 0.4, 0.2])  # type: ignore[union-attr]
+    assert [t.get_text() for t in bins.get_xticklabels()] == ["easy", "medium", "hard"]
+    assert [t.get_text() for t in forest.get_yticklabels()] == ["other"]  # the rows not shown
+    zero = [ln for ln in forest.get_lines() if ln.get_linestyle() == "--"]
+    assert len(zero) == 1 and list(zero[0].get_xdata()) == [0.0, 0.0]  # type: ignore[arg-type]
+    assert len(variation_figure(frame).axes) == 1  # no intervals: the bins alone
 
 
 def test_write_variation(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
