@@ -30,6 +30,8 @@ from typing import Any
 
 import yaml
 
+from pipeline.deps import witness
+
 log = logging.getLogger(__name__)
 
 DATA = ("dataset", "score", "candidates", "transfer", "evaluate")
@@ -47,7 +49,7 @@ def digest(tree: Mapping[str, Any], sections: Sequence[str], drop: Sequence[str]
 def _without(section: Any, drop: Sequence[str]) -> Any:
     if not isinstance(section, dict):
         return section
-    return {k: v for k, v in section.items() if k not in drop}
+    return {k: section[k] for k in section if k not in drop}  # the dropped keys unread
 
 
 def profile(tree: Mapping[str, Any], model: bool, train: bool) -> dict[str, str]:
@@ -65,7 +67,7 @@ def read_tree(path: str | Path = "params.yaml") -> dict[str, Any]:
     tree = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     if not isinstance(tree, dict):
         raise ValueError(f"{path}: expected a YAML mapping of params sections")
-    return tree
+    return witness.raw(tree) if witness.enabled() else tree
 
 
 def stale(recorded: Mapping[str, Any], current: Mapping[str, str]) -> list[str]:
