@@ -154,6 +154,13 @@ def slice_of(
     return dict(sorted(out.items()))
 
 
+def held(raw: Mapping[str, Any]) -> dict[str, list[tuple[str, set[str]]]]:
+    """``{stage: [(key, its dropped keys)]}``: the keys each stage's slice holds, resolved
+    (a section's keys params.yaml leaves out included: adding one changes the slice)."""
+    return {stage: [keys(t, raw, item) for t in KEYS[entry]]
+            for stage, entry, item in stage_items(raw)}  # fmt: skip
+
+
 def slices(raw: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """``{stage: its slice}`` for every DVC stage of the params (``raw``: params.yaml)."""
     return {stage: slice_of(raw, KEYS[entry], item) for stage, entry, item in stage_items(raw)}

@@ -11,8 +11,9 @@ writes ``<dir>/<stage>.json`` at the end (:func:`dump`; ``<stage>`` is DVC's ``D
   read (``dataclasses.asdict`` reads them all). A dict section (``methods``, ``orderings``,
   ``post``, the sources, families and metrics) records ``<path>.<key>`` for each entry
   looked up or tested (``m in params.post``: ``post.<m>``, present or not) and ``<path>.*``
-  when the code iterates its keys (it depends on which entries exist). A method's loss terms
-  are one key (``methods.<m>.loss``, the list).
+  when the code iterates its keys (it depends on which entries exist). An empty section is a
+  leaf (``model.cross_encoder: {}``). A method's loss terms are one key
+  (``methods.<m>.loss``, the list).
 - ``files``: the project files (under ``pipeline/`` and ``stages/``) of which a function ran
   after params.yaml was loaded — a module body run by an import is not counted (registries
   import every plug-in file; only the ones whose code runs are the stage's), nor is the
@@ -112,7 +113,7 @@ def _getattribute(self: Any, name: str) -> Any:
 
 def _wrap(value: Any, path: str) -> Any:
     """``value`` registered under ``path``: dicts become recording, dataclasses patched."""
-    if isinstance(value, dict):
+    if isinstance(value, dict) and value:  # an empty one is a leaf: its reads are recorded
         out = _Recording({k: _wrap(v, _join(path, str(k))) for k, v in value.items()})
         out.path = path
         _paths[id(out)] = path
