@@ -192,3 +192,13 @@ def dump(label: str) -> None:
 def raw(tree: dict[str, Any]) -> dict[str, Any]:
     """params.yaml as read raw (`pipeline.profile`), recording the keys read like `watch`."""
     return _wrap(tree, "")
+
+
+def reset() -> None:
+    """Forget everything recorded and restore the patched classes (for tests)."""
+    for cls in _patched:
+        del cls.__getattribute__
+    _patched.clear()
+    _paths.clear()
+    _keys.clear()
+    _files.clear()
