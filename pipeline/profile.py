@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.deps import witness
+from pipeline import witness
 
 log = logging.getLogger(__name__)
 

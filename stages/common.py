@@ -9,8 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pipeline import timing
-from pipeline.deps import witness
+from pipeline import timing, witness
 from pipeline.errors import disk_full_line, is_disk_full, is_expected
 from pipeline.params import load_params
 

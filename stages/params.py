@@ -11,11 +11,10 @@ the changed key.
 
 It also writes the code digests (`pipeline.deps.digest`): this stage depends on all of
 `pipeline/` and `stages/`, every other stage on its own digest, so a code edit reruns this
-stage and then exactly the stages whose code it changed. And the params slices
-(`pipeline.deps.slices`, issue 42): it depends on params.yaml (and lists its sections as
-`params:`, for `dvc params diff` and `dvc exp show`), every other stage on its own slice
-(`data/params/<stage>.yaml`, the keys it reads), so a change reruns only the stages that
-read the changed key.
+stage and then exactly the stages whose code it changed. And the params slices (issue 42,
+`pipeline.deps.slices`): every other stage depends on its own, `data/params/<stage>.yaml`
+(the keys it reads), this one on params.yaml (its sections listed as `params:` for `dvc
+params diff`), so a change reruns only the stages that read the changed key.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ entry's base, ``{source}`` / ``{transfer}`` the sections of ``dataset.name`` /
 a section (its leaves); ``section!a,b`` is the section without keys ``a`` and ``b``.
 ``EXEMPT`` keys change how a stage runs, never its outputs, and are in no slice.
 
-The run-time witness (`pipeline.deps.witness`) checks the table: on the tiny profile every key
+The run-time witness (`pipeline.witness`) checks the table: on the tiny profile every key
 a stage reads is in its slice, and every key of its slice is read (tests/stages/
 test_witness.py).
 """

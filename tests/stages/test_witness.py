@@ -1,6 +1,6 @@
 """The run-time witness against the generated deps, on the reproduced tiny profile (issue 42).
 
-The tiny profile is reproduced once with ``PIPELINE_WITNESS`` set (`pipeline.deps.witness`):
+The tiny profile is reproduced once with ``PIPELINE_WITNESS`` set (`pipeline.witness`):
 every stage records the project files whose code it ran and the params keys it read, through
 a recording view of its params, independently of the planner. Then, for every stage:
 

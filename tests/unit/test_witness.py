@@ -1,4 +1,4 @@
-"""The recording view of the params (pipeline/deps/witness.py) and the params slices
+"""The recording view of the params (pipeline/witness.py) and the params slices
 (pipeline/deps/slices.py), without running a stage (issue 42; end to end:
 tests/stages/test_witness.py)."""
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.deps import slices, witness
+from pipeline import witness
+from pipeline.deps import slices
 from pipeline.deps.plan import params_dep
 from pipeline.errors import InputError
 from pipeline.params import load_params
