@@ -42,11 +42,12 @@ MODEL = ("model.arch", "model.name", "model.n_layers", "model.train_layers", "mo
 RANKER = (*MODEL, "model.{family}", "candidates.b", "candidates.k1", "candidates.top_k",
           "dataset.name", "rerank.batch_size", "transfer.fold_models", "train.seed",
           "train.seeds", "train.device", "train.threads")  # fmt: skip
-PROFILE = ("dataset", "score", "candidates", "transfer", "evaluate", "train.seed",
-           "train.seeds")  # fmt: skip
-"""What every evaluate stage reads: the `profile` digests (pipeline/profile.py) of whole
-sections, and the seeds of its runs."""
-TRAINED = ("model", "train!threads,workers,device,checkpoint_every,log_every,keep_models")
+PROFILE = ("dataset.name", "dataset.{source}", "dataset.{transfer}", "score", "candidates",
+           "transfer", "evaluate", "train.seed", "train.seeds")  # fmt: skip
+"""What every evaluate stage reads: the `profile` digests (pipeline/profile.py) of the
+sections in use, and the seeds of its runs."""
+TRAINED = (*MODEL, "model.{family}",
+           "train!threads,workers,device,checkpoint_every,log_every,keep_models")  # fmt: skip
 RUN_OF = ("post.{base}", "methods.{base}", *MODEL[:2], "model.n_layers", "model.max_len",
           "model.q_len", "candidates.b", "candidates.k1", "candidates.top_k", "dataset.name",
           "train.device", "train.seed", "train.seeds")  # fmt: skip
@@ -68,9 +69,11 @@ KEYS: dict[str, tuple[str, ...]] = {
     "post": ("post.{key}", *RUN_OF),
     "evaluate@method": (*PROFILE, *TRAINED, "post.{key}"),
     "evaluate@post": (*PROFILE, *TRAINED, "post.{key}.base", "post.{base}"),
-    "evaluate@post0": (*PROFILE, "model", "post.{key}.base", "post.{base}", "methods.{base}"),
+    "evaluate@post0": (*PROFILE, *MODEL, "model.{family}", "post.{key}.base", "post.{base}",
+                       "methods.{base}"),
     "evaluate_first_stage": (*PROFILE, "methods.bm25", "post.bm25"),
-    "evaluate_zero_shot": (*PROFILE, "model", "methods.zero-shot", "post.zero-shot"),
+    "evaluate_zero_shot": (*PROFILE, *MODEL, "model.{family}", "methods.zero-shot",
+                           "post.zero-shot"),
     "audit": (),
     "curriculum_figure": ("orderings.curriculum", "train.seed"),
     "report": ("controls", "methods", "post", "report", "evaluate.cutoffs", "dataset.name",
