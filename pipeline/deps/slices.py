@@ -36,7 +36,9 @@ FOLDER = Path("data/params")
 EXEMPT = frozenset({"train.workers"})
 """Read, yet no dep: fold models trained in parallel worker processes or one after another
 are byte-identical (checked on the tiny profile; ``train.threads`` is not: the CPU's
-reduction order changes the trained weights, so it stays a dep)."""
+reduction order changes the trained weights, so it stays a dep; so do ``train.log_every``,
+whose cadence is in the DVCLive curves train@ writes, and ``keep_models``,
+``checkpoint_every``, ``device``, not checked)."""
 MODEL = ("model.arch", "model.name", "model.n_layers", "model.train_layers", "model.max_len",
          "model.q_len")  # fmt: skip
 RANKER = (*MODEL, "model.{family}", "candidates.b", "candidates.k1", "candidates.top_k",
