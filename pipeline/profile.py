@@ -5,8 +5,10 @@ rewrites only its targets' `metrics/<method>.json`; the other methods' files sta
 last full run, and `dvc metrics show` lists them side by side. So every evaluate stage
 records, under `profile`, short digests of the params sections its numbers depend on:
 
-- `profile.data`: `dataset`, `score`, `candidates`, `transfer`, `evaluate` (every row);
-- `profile.model`: `model` (`zero-shot` and every trained method);
+- `profile.data`: `dataset` (its `name` and the sections of the training and held-out
+  sources), `score`, `candidates`, `transfer`, `evaluate` (every row);
+- `profile.model`: `model` (the shared keys and the section of `model.arch`) (`zero-shot`
+  and every trained method);
 - `profile.train`: `train` without the keys that only set how it runs (threads, worker
   processes, device, checkpoints, logging, which models are kept) (trained methods).
 
@@ -32,6 +34,8 @@ from typing import Any
 
 import yaml
 
+from pipeline import witness
+
 log = logging.getLogger(__name__)
 
 DATA = ("dataset", "score", "candidates", "transfer", "evaluate")
@@ -49,12 +53,33 @@ def digest(tree: Mapping[str, Any], sections: Sequence[str], drop: Sequence[str]
 def _without(section: Any, drop: Sequence[str]) -> Any:
     if not isinstance(section, dict):
         return section
-    return {k: v for k, v in section.items() if k not in drop}
+    return {k: section[k] for k in section if k not in drop}  # the dropped keys unread
+
+
+def in_use(tree: Mapping[str, Any], model: bool) -> dict[str, Any]:
+    """The sections the digests read, without those of the data sources and model families
+    not in use (a source's own section is `dataset.<section>`, a family's `model.<arch>`): a
+    setting of one changes no digest (issue 42); `model` only if `model`."""
+    from pipeline import plugins
+    from pipeline.sections import COMMON_MODEL_KEYS
+
+    out = {s: tree.get(s) for s in (*DATA, "train")}
+    dataset = tree.get("dataset") or {}
+    names = (dataset.get("name", "grep-biasir"), (tree.get("transfer") or {}).get("name",
+             "genderbias-qa"))  # fmt: skip
+    keep = {"name", *(plugins.record("source", str(n)).section for n in names)}
+    out["dataset"] = {k: dataset[k] for k in dataset if k in keep}
+    if model:
+        section = tree.get("model") or {}
+        family = {*COMMON_MODEL_KEYS, str(section.get("arch", "bi_encoder"))}
+        out["model"] = {k: section[k] for k in section if k in family}
+    return out
 
 
 def profile(tree: Mapping[str, Any], model: bool, train: bool) -> dict[str, str]:
     """The `profile` of a metrics file: `data` always; `model` for a row a model ranked;
-    `train` for a trained method."""
+    `train` for a trained method (the sources and families in use only: `in_use`)."""
+    tree = in_use(tree, model)
     out = {"data": digest(tree, DATA)}
     if model:
         out["model"] = digest(tree, ("model",))
@@ -72,7 +97,7 @@ def read_tree(path: str | Path = "params.yaml") -> dict[str, Any]:
     tree = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     if not isinstance(tree, dict):
         raise ValueError(f"{path}: expected a YAML mapping of params sections")
-    return tree
+    return witness.raw(tree) if witness.enabled() else tree
 
 
 def stale(recorded: Mapping[str, Any], current: Mapping[str, str],

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pipeline import timing
+from pipeline import timing, witness
 from pipeline.errors import disk_full_line, is_disk_full, is_expected
 from pipeline.params import load_params
 
@@ -40,6 +40,9 @@ def setup(
     for noisy in ("bm25s", "numba", "urllib3", "filelock", "fsspec"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     ns.params, ns.clock = load_params(ns.params), clock
+    if witness.enabled():  # PIPELINE_WITNESS: record the keys read and the files run
+        ns.params = witness.watch(ns.params)
+        witness.start()
     stage = Path(sys.argv[0]).stem if argv is None else "stage"
     timing.stage_label(f"{stage}@{ns.method}" if method else stage)
     if os.environ.get("DVC_STAGE"):  # run by DVC: an earlier stage's output lost on its way
@@ -58,6 +61,8 @@ def run_stage(main: Callable[[Sequence[str] | None], None]) -> None:
     timing.stage_reset()
     try:
         main(None)
+        if witness.enabled():
+            witness.dump(Path(sys.argv[0]).stem)
         if (line := timing.stage_line()) is not None:
             logging.getLogger("stages").info("%s", line)
     except KeyboardInterrupt:

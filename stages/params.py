@@ -11,7 +11,10 @@ the changed key.
 
 It also writes the code digests (`pipeline.deps.digest`): this stage depends on all of
 `pipeline/` and `stages/`, every other stage on its own digest, so a code edit reruns this
-stage and then exactly the stages whose code it changed.
+stage and then exactly the stages whose code it changed. And the params slices (issue 42,
+`pipeline.deps.slices`): every other stage depends on its own, `data/params/<stage>.yaml`
+(the keys it reads), this one on params.yaml (its sections listed as `params:` for `dvc
+params diff`), so a change reruns only the stages that read the changed key.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline import io, paths
-from pipeline.deps import digest
+from pipeline.deps import digest, slices
 from pipeline.params import ParamsError
 from stages.common import run_stage, setup
 
@@ -47,8 +50,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         sep = " " if str(e).endswith(("?", ".")) else ". "
         raise ParamsError(f"{e}{sep}{AFTER}") from e
     changed = digest.write(Path.cwd(), ns.params)
+    keys = slices.write(Path.cwd(), slices.read(Path("params.yaml")))
     io.write_text(VALID, paths.PARAMS_OK)
-    log.info("params: valid (%d methods); %d code digests changed", len(ns.params.methods), changed)
+    log.info("params: valid (%d methods); %d code digests, %d params slices changed",
+             len(ns.params.methods), changed, keys)  # fmt: skip
 
 
 if __name__ == "__main__":

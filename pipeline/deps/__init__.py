@@ -22,10 +22,18 @@ whose digest changed; ``dvc status`` right after an edit names only ``params``
 ``dataset.name`` are read from params.yaml when the digests are written, so a
 ``dvc exp run -S model.arch=…`` retrains with the new family's file in the digest.
 
+Params slices (`pipeline.deps.slices`, issue 42). The same holds for params: no stage but
+``params`` lists ``params:``; the ``params`` stage writes ``data/params/<stage>.yaml``, the
+keys each stage reads with their values, and each stage depends on its slice (``--write``
+adds that dep; a stage listing ``params:`` is refused). A run-time witness
+(`pipeline.witness`, ``PIPELINE_WITNESS=<dir>``) records the files each stage runs and
+the keys it reads; tests/stages/test_witness.py checks the digests, the slices and ``USES``
+against it on the tiny profile.
+
 Per-method stages. DVC 3.67's ``foreach`` gives every item the same ``deps`` list, and an
 explicit stage may not be named ``train@x``; the per-method stages iterate a generated dict
 in dvc.yaml's ``vars`` (``method_code``: per method its ordering, for its
-``orderings.<name>`` params) and depend on ``data/code/train@${key}.txt``. After adding a
+``orderings.<name>`` section) and depend on ``data/code/train@${key}.txt``. After adding a
 method, run ``python -m pipeline.deps --write`` (``--check``, run by the tests, fails while
 dvc.yaml is stale; the report names a method that has no stages yet).
 

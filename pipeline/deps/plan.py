@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from pipeline import paths
-from pipeline.deps import EVAL_VARS, POST_VARS, VARS, dvcyaml
+from pipeline.deps import EVAL_VARS, POST_VARS, VARS, dvcyaml, slices
 from pipeline.deps.imports import RESOURCES, Graph, scan
 from pipeline.deps.records import REGISTRIES, record_modules, referenced_losses
 from pipeline.errors import InputError
@@ -30,20 +30,21 @@ USES: dict[str, tuple[str, ...]] = {
     "stages.extract": ("sources",),  # dataset.name picks one; -S may switch it
     "stages.score": (),
     "stages.candidates": (),
-    "stages.transfer_data": (),
+    "stages.transfer_data": ("transfer",),  # runs the held-out source's extract
     "stages.features": ("model",),
     "stages.order": ("ordering",),
     "stages.train": ("loss", "ordering", "model", "source"),  # the model card names the
     "stages.rerank": ("model", "source"),  # ordering's and source's settings
-    "stages.evaluate": ("metrics",),
+    "stages.evaluate": ("metrics", "source"),  # the source's `submissions`
     "stages.audit": ("metrics",),
     "stages.curriculum_figure": (),
-    "stages.report": ("metrics",),
+    "stages.report": ("metrics", "source"),  # the source's `saturated` text
     "stages.post": ("posts",),
 }
 """The plug-in records each stage module runs: all ``sources`` / ``metrics``, the ``source``
-of ``dataset.name``, the ``model`` family of ``model.arch``, the method's ``ordering`` and
-``loss`` terms."""
+of ``dataset.name``, the held-out ``transfer`` source of ``transfer.name``, the ``model``
+family of ``model.arch``, the method's ``ordering`` and ``loss`` terms (checked against the
+run-time witness: tests/stages/test_witness.py)."""
 PER_METHOD = frozenset({"ordering", "loss"})
 PARAMS_MODULE = "stages.params"
 _MODULE = re.compile(r"python -m ([\w.]+)")
@@ -97,6 +98,8 @@ class Planner:
             return set(self.records[use].values()), []
         if use == "source":
             return {self.records["sources"][self.params.dataset.name]}, []
+        if use == "transfer":
+            return {self.records["sources"][self.params.transfer.name]}, []
         if use == "model":
             families = set(self.records["models"].values())
             beyond = set().union(*(self.graph.closure({f}) - {f} for f in families))
@@ -144,6 +147,23 @@ def _outermost(deps: list[str]) -> list[str]:
     """``deps`` without the paths inside another listed path (a file in a listed folder)."""
     listed = set(deps)
     return [d for d in deps if not any(a.as_posix() in listed for a in Path(d).parents)]
+
+
+def params_dep(name: str, stage: Mapping[str, Any]) -> list[str]:
+    """A stage's params dep: its slice (`pipeline.deps.slices`); none for the `params` stage,
+    the only one that lists `params:` (the sections of params.yaml)."""
+    body = stage.get("do", stage)
+    if name == "params":
+        return []
+    if body.get("params"):
+        raise InputError(
+            f"dvc.yaml: stage {name!r} lists `params:`; a stage's params deps are its slice "
+            f"(data/params/{name}.yaml, pipeline/deps/slices.py `KEYS`): add the keys there"
+        )
+    known = {k.partition("@")[0] for k in slices.KEYS}
+    if name not in known:
+        raise InputError(f"dvc.yaml: stage {name!r} has no `KEYS` entry in pipeline/deps/slices.py")
+    return [slices.dep(f"{name}@${{key}}" if "foreach" in stage else name)]
 
 
 def code_dep(planner: Planner, module: str, per_method_stage: bool) -> list[str]:
@@ -211,9 +231,10 @@ def render(text: str, root: Path, params: Params) -> str:
         if module is None or module not in planner.graph.files:
             continue
         per_method = stage.get("foreach") in ("${methods}", f"${{{VARS}}}")
-        generated = code_dep(planner, module, per_method)
+        generated = code_dep(planner, module, per_method) + params_dep(name, stage)
         old = (stage.get("do", stage)).get("deps") or []
-        kept = [d for d in old if not _is_code(str(d)) and d not in generated]
+        kept = [d for d in old if not _is_code(str(d)) and d not in generated
+                and not str(d).startswith(f"{slices.FOLDER.as_posix()}/")]  # fmt: skip
         dvcyaml.set_deps(lines, name, _outermost(generated + kept))
         if per_method:
             dvcyaml.set_foreach(lines, name, f"${{{VARS}}}")

@@ -15,12 +15,13 @@ from typing import Any
 
 import yaml
 
+from pipeline.deps import slices
+
 
 @cache
 def _params(root: Path) -> dict[str, Any]:
     out: dict[str, Any] = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
     return out
-
 
 
 def _expand(value: Any, key: str, item: Mapping[str, Any]) -> Any:
@@ -79,16 +80,25 @@ def upstream(root: Path, targets: Sequence[str]) -> list[str]:
     return seen
 
 
+def readers(root: Path, key: str) -> list[str]:
+    """The stages whose params slice holds `key` (one of its keys, a section holding it, or a
+    key inside it, not a dropped one: `pipeline.deps.slices`)."""
+    held = slices.held(_params(root))
+
+    def holds(k: str, drop: set[str]) -> bool:
+        under = key.startswith(k + ".") and key[len(k) + 1 :].split(".")[0] not in drop
+        return key == k or under or k.startswith(key + ".")
+
+    return [n for n in stages(root) if any(holds(k, d) for k, d in held.get(n, []))]
+
+
 def reruns(root: Path, key: str) -> list[str]:
-    """The stages a change of params key `key` reruns: those that declare it (or a section
-    holding it) and every stage downstream of their outputs (dvc.yaml's graph)."""
+    """The stages a change of params key `key` reruns: those whose params slice holds it (a
+    key of it, or a section holding one: `pipeline.deps.slices`) and every stage downstream
+    of their outputs (dvc.yaml's graph); the `params` stage, which checks every change,
+    left out."""
     graph = stages(root)
-
-    def declares(s: Mapping[str, Any]) -> bool:
-        names = [next(iter(p)) if isinstance(p, dict) else str(p) for p in s.get("params", [])]
-        return any(key == n or key.startswith(n + ".") for n in names)
-
-    ran = [n for n, s in graph.items() if declares(s)]
+    ran = readers(root, key)
     changed = True
     while changed:
         outs = {o for n in ran for o in _paths(graph[n].get("outs", []))}
@@ -108,14 +118,67 @@ def _every(names: Sequence[str], post: set[str]) -> str:
 
 def rerun_text(root: Path, key: str) -> str:
     """`reruns` as prose: single stages by name, a `foreach` family as one `name@` entry."""
-    names, graph = reruns(root, key), stages(root)
+    return _prose(root, reruns(root, key))
+
+
+def _prose(root: Path, names: Sequence[str]) -> str:
+    if not names:
+        return "none"
+    graph = stages(root)
     post = set(_params(root).get("post") or {})
     members = {f: [n for n in graph if n.split("@")[0] == f] for f in {n.split("@")[0] for n in
                graph if "@" in n}}  # fmt: skip
     every = {f for f, ns in members.items() if ns and all(n in names for n in ns)}
-    shown = list(dict.fromkeys(n.split("@")[0] + "@" if n.split("@")[0] in every else n
+    trained = {e for e, p in (_params(root).get("post") or {}).items() if p["base"] != "zero-shot"}
+    over = {f for f, ns in members.items() if f not in every and ns and set(ns) & set(names)
+            == {n for n in ns if n.split("@", 1)[1] not in post - trained}}  # fmt: skip
+    shown = list(dict.fromkeys(n.split("@")[0] + "@" if n.split("@")[0] in every | over else n
                                for n in names))  # fmt: skip
-    each = [f"`{n}`" + (_every(members[n[:-1]], post) if n.endswith("@") else "") for n in shown]
+    each = [f"`{n}`" + (_every(members[n[:-1]], post) if n[:-1] in every else OVER)
+            if n.endswith("@") else f"`{n}`" for n in shown]  # fmt: skip
     return f"{', '.join(each[:-1])} and {each[-1]}" if len(each) > 1 else "".join(each)
 
 
+OVER = " of every method and every `post:` entry over a trained one"
+
+
+ROWS = (
+    ("`dataset.name`", "dataset.name"),
+    ("the training source's section, `dataset.<dataset.name>`", "dataset.grep_biasir.max_queries"),
+    ("the held-out source's section, `dataset.<transfer.name>`", "dataset.genderbias_qa.splits"),
+    ("a source's section not in use", "dataset.msmarco_passage.n_triples"),
+    ("`score`", "score.tokenizer"),
+    ("`candidates.top_k`", "candidates.top_k"),
+    ("`candidates.train_top_k`", "candidates.train_top_k"),
+    ("`transfer.fold_models`", "transfer.fold_models"),
+    ("a key every model family shares (`model.max_len`)", "model.max_len"),
+    ("the family in use, `model.<model.arch>`", "model.bi_encoder.temperature"),
+    ("a family's section not in use", "model.late_interaction.dim"),
+    ("an ordering's section, `orderings.<o>`", "orderings.curriculum.sigma"),
+    ("`train.lr` (as every key of `train` not below)", "train.lr"),
+    ("`train.threads`", "train.threads"),
+    ("`train.log_every` (as `keep_models`, `checkpoint_every`, `device`)", "train.log_every"),
+    ("`train.workers` (no output depends on it)", "train.workers"),
+    ("`rerank.batch_size`", "rerank.batch_size"),
+    ("`evaluate`: `cutoffs`, a metric's section", "evaluate.cutoffs"),
+    ("a method's loss terms, `methods.<m>.loss`", "methods.penalty_irrelevant.loss"),
+    ("a method's `psi` (as `ordering`, `direction`)", "methods.penalty_irrelevant.psi"),
+    ("a `post:` entry's setting, `post.<e>.lambda`", "post.shift_03.lambda"),
+    ("`controls`", "controls"),
+    ("`report`", "report.primary"),
+)
+"""The rows of the "Which stages run" table: one setting of each params section and plug-in
+kind, a key of the default params.yaml as its example."""
+
+
+def params_table(root: Path) -> str:
+    """The table of what each setting reruns (`ROWS`): the stages whose slice holds it, then
+    the count with everything downstream of their outputs."""
+    lines = ["", "| Setting (example) | Stages that read it (their slice holds it) | Rerun |",
+             "|---|---|---|"]  # fmt: skip
+    for label, key in ROWS:
+        direct = readers(root, key)
+        rerun = len(reruns(root, key)) + 1  # and the `params` stage
+        example = "" if label == f"`{key}`" else f" (`{key}`)"
+        lines.append(f"| {label}{example} | {_prose(root, direct)} | {rerun} |")
+    return "\n".join([*lines, ""])

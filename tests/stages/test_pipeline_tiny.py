@@ -81,12 +81,11 @@ def test_lambda_change_reruns_only_that_method(tiny_repo: Path, dvc: Dvc) -> Non
     order = (tiny_repo / "data/order/penalty_irrelevant.parquet").read_bytes()
     out = dvc(tiny_repo, "exp", "run", "-S", "methods.penalty_irrelevant.loss.0.lambda=2")
     assert (tiny_repo / "metrics/penalty_irrelevant.json").read_text() != before
-    # the order stage depends on the whole method entry (`direction` exists only for some
-    # orderings), so it reruns too and writes the same bytes; no other method moves
+    # the order stage's slice holds the method's ordering keys, not its loss terms (issue
+    # 42, pipeline/deps/slices.py), so it does not rerun; no other method moves
     assert (tiny_repo / "data/order/penalty_irrelevant.parquet").read_bytes() == order
     assert _ran(out.stdout) == {
-        "params",  # validates params.yaml and writes the same bytes: invalidates nothing
-        "order@penalty_irrelevant",
+        "params",  # validates params.yaml, rewrites train@penalty_irrelevant's slice only
         "train@penalty_irrelevant",  # trains and reranks
         "evaluate@penalty_irrelevant",
         "report",

@@ -83,12 +83,14 @@ def test_values_are_checked_rewritten_and_unmarked_numbers_named(tmp_path: Path)
 
 
 def test_rerun_lists_follow_the_stage_graph() -> None:
-    """What the README says a change reruns is dvc.yaml's graph: a method's λ reruns its own
-    order/train/evaluate and the report; `candidates.top_k` every stage downstream of the
-    candidates, training included (the train stage reranks)."""
+    """What the README says a change reruns is the params slices and dvc.yaml's graph: a
+    method's λ reruns its own train/evaluate and the report (its order stage does not read
+    the loss terms); `candidates.top_k` every stage downstream of the candidates, training
+    included (the train stage reranks); `train.workers` nothing."""
     lam = doc_values.computed("dvc.rerun.methods.penalty_irrelevant.loss.0.lambda", ROOT)
-    assert lam == ("`order@penalty_irrelevant`, `train@penalty_irrelevant`, "
-                   "`evaluate@penalty_irrelevant` and `report`")  # fmt: skip
+    assert lam == ("`train@penalty_irrelevant`, `evaluate@penalty_irrelevant` and "
+                   "`report`")  # fmt: skip
+    assert stage_graph.reruns(ROOT, "train.workers") == []
     top_k = doc_values.computed("dvc.rerun.candidates.top_k", ROOT)
     assert "`train@` of every method" in top_k and "`extract`" not in top_k
     quick = stage_graph.upstream(ROOT, doc_values.quick_targets(ROOT))
