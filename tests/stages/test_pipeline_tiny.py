@@ -247,6 +247,7 @@ def test_dvc_views_fit_a_terminal(tiny_repo: Path, tmp_path: Path, dvc: Dvc) -> 
     """`dvc metrics show`, `dvc metrics diff` and the README's `dvc exp show` after an
     experiment: every line fits 200 columns and no cell is cut to "…" (issue 41)."""
     repo = _head_copy(tiny_repo, tmp_path / "r", dvc)
+    dvc(repo, "exp", "remove", "-A")  # other tests' experiments: each changes its own column
     dvc(repo, "exp", "run", "-n", "shift05-lam1", "-S", "post.shift_05.lambda=1")
     wide = {"COLUMNS": "200"}
     views = {
