@@ -86,7 +86,7 @@ def test_rerun_lists_follow_the_stage_graph() -> None:
     """What the README says a change reruns is dvc.yaml's graph: a method's λ reruns its own
     order/train/evaluate and the report; `candidates.top_k` every stage downstream of the
     candidates, training included (the train stage reranks)."""
-    lam = doc_values.computed("dvc.rerun.methods.penalty_irrelevant.loss.0.lambda", ROOT)
+    lam = doc_values.computed("dvc.rerun.methods.penalty_irrelevant.loss.penalty.lambda", ROOT)
     assert lam == ("`order@penalty_irrelevant`, `train@penalty_irrelevant`, "
                    "`evaluate@penalty_irrelevant` and `report`")  # fmt: skip
     top_k = doc_values.computed("dvc.rerun.candidates.top_k", ROOT)

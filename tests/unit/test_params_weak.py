@@ -13,13 +13,13 @@ import yaml
 from pipeline.params import ParamsError, parse_params
 
 ROOT = Path(__file__).resolve().parents[2]
-POE = r"methods\.equalizeir\.loss\.0"
+POE = r"methods\.equalizeir\.loss\.poe"
 """The params key of the method's poe term."""
 
 
 def _raw(weak_layers: int | None, n_layers: int | None, **model: Any) -> dict[str, Any]:
     raw: dict[str, Any] = yaml.safe_load((ROOT / "params.yaml").read_text())
-    method = raw["methods"]["equalizeir"]["loss"][0]  # its poe term
+    method = raw["methods"]["equalizeir"]["loss"]["poe"]  # its poe term
     method["weak_strategy"] = "weaker_model"
     method["weak_layers"] = weak_layers
     raw["model"] |= {"n_layers": n_layers, "train_layers": None, **model}

@@ -9,8 +9,8 @@ less. **Decision**: the reward reads ζ as the paper says (the published code us
 With ``docs: both``, ``lambda_pos`` / ``lambda_neg`` override ``lambda`` per side
 (SPEC §6.2). Every λ is ≥ 0 (the sign is the kind's) and so is the hinge ``margin``.
 
-A method lists the term with its settings: ``loss: [{name: penalty, docs: relevant,
-lambda: 1.0}]`` is the regularisation paper's ``penalty_relevant``.
+A method names the term with its settings: ``loss: {penalty: {docs: relevant, lambda:
+1.0}}`` is the regularisation paper's ``penalty_relevant``.
 
 Paper: Seyedsalehi et al., loss-regularisation journal paper (penalty and reward terms; code:
 shirinssalehi/LossRegularizationJournal); ``penalty`` on ``irrelevant`` documents with
