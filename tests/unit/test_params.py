@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from pipeline import plugins
+from pipeline.config import fields
 from pipeline.params import ParamsError, get_method, load_params, parse_params
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -276,15 +278,17 @@ def test_each_model_family_and_metric_family_owns_its_settings() -> None:
     """`model.<arch>` and `evaluate.<family>` are loaded into the records' own configs; a
     family's key at the shared level names where it belongs."""
     p = load_params(ROOT / "params.yaml")
-    assert p.model.settings == p.model.families["bi_encoder"]
+    assert p.model.settings == p.model.families[p.model.arch]
     assert p.model.families["late_interaction"].dim == 128
     assert not hasattr(p.model.families["bi_encoder"], "dim")
     assert p.evaluate.settings("awrf").target == "uniform"
     assert p.evaluate.settings("exposure").temperature == 1.0
     raw = _raw()
     raw["model"]["temperature"] = 0.5
+    owners = sorted(n for n, r in plugins.records("model family").items()
+                    if "temperature" in fields(r.config))  # every family that has the key
     with pytest.raises(ParamsError, match=r"'model\.temperature' is unknown.*a setting of "
-                       r"\['bi_encoder', 'late_interaction'\]: put it under `model\.<name>`"):
+                       + re.escape(f"{owners}: put it under `model.<name>`")):
         parse_params(raw)  # fmt: skip
     raw = _raw()
     raw["model"]["bi_encoder"]["dim"] = 64

@@ -141,3 +141,5 @@ def _record(form: str, kind: str) -> Loss:
 
 RECORDS = {r.name: r for r in (_record(f, k) for f in FORMS for k in KINDS)}
 """Every form × kind: ``[pointwise_]{penalty,reward}``, each with its ``docs`` setting."""
+globals().update({name: r.fn for name, r in RECORDS.items()})
+# each term's function by its name at module level, where pickle looks it up
