@@ -9,8 +9,8 @@ depend on how long it trained, only the minutes do), and measures the bytes unde
 hard links once):
 
 1. after ``dvc repro train@<method>`` from an empty cache (5 fold models),
-2. the increment of ``dvc exp run -S methods.<method>.loss.0.lambda=0.5 train@<method>`` (one seed:
-   the experiment retrains the method),
+2. the increment of ``dvc exp run -S methods.<method>.loss.penalty.lambda=0.5 train@<method>``
+   (one seed: the experiment retrains the method),
 3. ours only: the increment of a further ``-S 'train.seeds=[1,2,3]'`` experiment.
 
 Each side runs once (minutes of training, under ``nice``); the JSON row also has the link
@@ -117,7 +117,8 @@ def measure(repo: Path, method: str, seeds: bool) -> dict[str, Any]:
     row["links"] = links(repo, method)
     run(["git", "add", "-A"], repo)
     run(["git", "commit", "-qm", "repro"], repo)
-    run([*dvc, "exp", "run", "-S", f"methods.{method}.loss.0.lambda=0.5", f"train@{method}"], repo)
+    lam = f"methods.{method}.loss.penalty.lambda=0.5"
+    run([*dvc, "exp", "run", "-S", lam, f"train@{method}"], repo)
     row["exp_1_seed_bytes"] = unique_bytes(cache, models) - row["after_repro_bytes"]
     if seeds:
         before = unique_bytes(cache, models)

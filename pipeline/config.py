@@ -245,6 +245,11 @@ def coerce(value: Any, tp: Any, key: str) -> Any:
             raise ParamsError(f"params key {key!r}: expected a list, got {value!r}")
         items = [coerce(v, args[0], f"{key}[{i}]") for i, v in enumerate(value)]
         return items if origin is list else tuple(items)
+    if origin in (dict, Mapping):  # a sub-record's settings (checked by its owner)
+        if not isinstance(value, Mapping):
+            raise ParamsError(f"params key {key!r}: expected a mapping, got {value!r}")
+        _, tv = typing.get_args(tp)
+        return {str(k): coerce(v, tv, f"{key}.{k}") for k, v in value.items()}
     return _scalar(value, tp, key)
 
 

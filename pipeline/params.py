@@ -3,14 +3,14 @@
 Every section is a typed config (``pipeline.config``): the fixed sections
 (``pipeline.sections``) and the plug-ins' own settings, each loaded into the ``Config`` its
 record declares (``pipeline.plugins``): a data source's ``dataset.<source>``, an ordering's
-``orderings.<name>``, each loss term of ``methods.<m>.loss`` (``{name: penalty, docs:
-relevant, lambda: 0.5}``), a model family's ``model.<arch>`` and a metric family's
-``evaluate.<metric>``. Loading refuses unknown keys (with the closest known one), missing
-required keys and ill-typed or out-of-range values with one error naming the key (e.g.
-``methods.penalty_irrelevant.loss.0.lambda``) and the fix, so a typo in ``dvc exp run -S …``
-fails at once instead of silently running the default. Defaults live in the configs only;
-params.yaml repeats them (a test checks that they agree). This module imports no plug-in
-package (the records are found by name) and no torch.
+``orderings.<name>``, each loss term of ``methods.<m>.loss`` (a mapping keyed by term name,
+``{penalty: {docs: relevant, lambda: 0.5}}``), a model family's ``model.<arch>`` and a
+metric family's ``evaluate.<metric>``. Loading refuses unknown keys (with the closest known
+one), missing required keys and ill-typed or out-of-range values with one error naming the
+key (e.g. ``methods.penalty_irrelevant.loss.penalty.lambda``) and the fix, so a typo in
+``dvc exp run -S …`` fails at once instead of silently running the default. Defaults live
+in the configs only; params.yaml repeats them (a test checks that they agree). This module
+imports no plug-in package (the records are found by name) and no torch.
 """
 
 from __future__ import annotations
@@ -99,12 +99,13 @@ class DatasetParams:
 class MethodParams:
     """One entry under ``methods:``: how its training data is ordered and its loss terms.
 
-    ``loss``: the names of its loss terms (``pipeline.train.losses``), in order; ``terms``:
-    each term with its own config, loaded from its entry of the list (``{name: penalty,
-    docs: relevant, lambda: 1.0}``; a bare name is a term with its defaults), summed with
-    their weights. ``psi``: the Ψ column its loss reads (required: ``order@<method>``
-    records it). ``direction``: the per-method setting of orderings that list it in their
-    record's ``method_keys`` (curriculum). ``ordering_params``: overrides of the ordering's
+    ``loss``: the names of its loss terms (``pipeline.train.losses``), in params order;
+    ``terms``: each term with its own config, loaded from its entry of the mapping
+    ``loss: {penalty: {docs: relevant, lambda: 1.0}}`` (``margin: {}`` is a term with its
+    defaults), summed with their weights. ``psi``: the Ψ column its loss reads (required:
+    ``order@<method>`` records it). ``ordering_keys``: the per-method settings its ordering
+    declares in its record's ``method_keys`` (the curriculum's ``direction``), those set;
+    ``direction`` reads one. ``ordering_params``: overrides of the ordering's
     own section (``orderings.<o>``) for this method only, e.g. ``{by_query: false}``: a
     control differs from its method by one key.
     """
@@ -113,8 +114,14 @@ class MethodParams:
     loss: tuple[str, ...]
     psi: PsiColumn
     terms: Objective = ()
-    direction: Direction | None = None
+    ordering_keys: Mapping[str, Any] = field(default_factory=dict)
     ordering_params: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def direction(self) -> Direction | None:
+        """The curriculum's per-method ``direction`` (``None``: not set)."""
+        value: Direction | None = self.ordering_keys.get("direction")
+        return value
 
     def config(self, loss: str) -> Any:
         """The config of loss term ``loss``."""
@@ -122,12 +129,12 @@ class MethodParams:
 
     def settings(self) -> dict[str, Any]:
         """The entry as params.yaml spells it (set values only): for provenance records."""
-        out: dict[str, Any] = {"ordering": self.ordering, "loss": [], "psi": self.psi}
+        loss: dict[str, Any] = {}
         for name, cfg in self.terms:
-            values = {key_of(k): v for k, v in dataclasses.asdict(cfg).items() if v is not None}
-            out["loss"].append({"name": name, **values} if values else name)
-        if self.direction is not None:
-            out["direction"] = self.direction
+            loss[name] = {key_of(k): v for k, v in dataclasses.asdict(cfg).items()
+                          if v is not None}  # fmt: skip
+        out: dict[str, Any] = {"ordering": self.ordering, "loss": loss, "psi": self.psi}
+        out.update(self.ordering_keys)
         if self.ordering_params:
             out["ordering_params"] = dict(self.ordering_params)
         return out
@@ -398,41 +405,66 @@ def _method(name: str, raw: Any, orderings: Mapping[str, Any]) -> MethodParams:
         if k not in allowed:
             raise ParamsError(_not_taken(key, str(k), allowed))
     terms = _terms(raw["loss"], f"{key}.loss")
-    plain = build(_Entry, {k: v for k, v in raw.items() if k != "loss"}, key)
+    plain = build(_Entry, {k: raw[k] for k in ("ordering", "psi")}, key)
+    own = _ordering_keys(plain.ordering, {k: v for k, v in raw.items() if k in order_keys}, key)
     chosen = _ordering_params(plain.ordering, overrides, orderings, f"{key}.{ORDERING_PARAMS}")
     names = tuple(n for n, _ in terms)
-    return MethodParams(plain.ordering, names, plain.psi, terms, plain.direction, chosen)
+    return MethodParams(plain.ordering, names, plain.psi, terms, own, chosen)
+
+
+def _ordering_keys(ordering: str, values: dict[str, Any], key: str) -> dict[str, Any]:
+    """A method's per-method ordering keys (``methods.<m>.direction``), typed by its
+    ordering record's ``method_config`` where it has one; only the keys set are kept. A key
+    its ordering does not declare is refused later (:func:`_check_ordering`)."""
+    try:
+        record = plugins.record("ordering", ordering)
+    except ValueError:
+        return values  # the unknown ordering is reported by _check_ordering
+    typed = {k: v for k, v in values.items() if k in record.method_keys}
+    if record.method_config is None or not typed:
+        return values
+    cfg = build(record.method_config, typed, key)
+    return {**values, **{k: getattr(cfg, fields(record.method_config)[k].name) for k in typed}}
 
 
 def _terms(value: Any, key: str) -> Objective:
-    """``loss``: a non-empty list of terms, each a name or ``{name: …, <its settings>}``
-    loaded into its record's config at ``<key>.<i>`` (``methods.m.loss.0.lambda``)."""
-    if not isinstance(value, list) or not value:
+    """``loss``: a non-empty mapping of term name → its settings (``{}`` or empty: its
+    defaults), each loaded into its record's config at ``<key>.<term>``
+    (``methods.m.loss.penalty.lambda``, one key DVC shows and ``-S`` sets). The terms are
+    applied in the mapping's (params.yaml's) order."""
+    if isinstance(value, list):  # the list form of earlier versions: show the mapping
+        items = [dict(t) if isinstance(t, Mapping) else {"name": t} for t in value]
+        spelled = {str(t.pop("name", "?")): t for t in items}
         raise ParamsError(
-            f"params key {key!r}: expected a list of loss terms, each a name or a mapping with "
-            f"`name` and its settings (e.g. `[margin]` or `[{{name: penalty, docs: relevant, "
-            f"lambda: 1.0}}]`), got {value!r}"
+            f"params key {key!r}: loss terms are a mapping keyed by term name, not a list; "
+            f"write `loss: {_flow(spelled)}`"
+        )
+    if not isinstance(value, Mapping) or not value:
+        raise ParamsError(
+            f"params key {key!r}: expected a mapping of loss terms, term name → its settings "
+            f"(e.g. `{{margin: {{}}}}` or `{{penalty: {{docs: relevant, lambda: 1.0}}}}`), "
+            f"got {value!r}"
         )
     terms = []
-    for i, item in enumerate(value):
-        where = f"{key}.{i}"
-        settings = dict(item) if isinstance(item, Mapping) else {"name": item}
-        term = settings.pop("name", None)
-        if not isinstance(term, str):
-            raise ParamsError(
-                f"params key '{where}.name': a loss term needs its name (a string), got "
-                f"{term!r}; write `- <name>` or `- {{name: <name>, <settings>}}`"
-            )
+    for term, settings in value.items():
+        where = f"{key}.{term}"
         try:
-            record = plugins.record("loss", term)
+            record = plugins.record("loss", str(term))
         except ValueError as e:
-            raise ParamsError(f"params key '{where}.name': {e}") from e
-        terms.append((term, build(record.config, settings, where, owner=f"loss {term!r}")))
-    names = [n for n, _ in terms]
-    twice = next((n for n in names if names.count(n) > 1), None)
-    if twice is not None:
-        raise ParamsError(f"params key {key!r}: {names} names the loss term {twice!r} twice")
+            raise ParamsError(f"params key {where!r}: {e}") from e
+        if settings is not None and not isinstance(settings, Mapping):
+            raise ParamsError(
+                f"params key {where!r}: expected the term's settings as a mapping (`{{}}` for "
+                f"its defaults), got {settings!r}"
+            )
+        terms.append((str(term), build(record.config, settings or {}, where,
+                                       owner=f"loss {term!r}")))  # fmt: skip
     return tuple(terms)
+
+
+def _flow(d: Mapping[str, Any]) -> str:
+    """A mapping in YAML flow style (``{penalty: {docs: relevant}}``), for error messages."""
+    return yaml.safe_dump(dict(d), default_flow_style=True, sort_keys=False).strip()
 
 
 def _ordering_params(
@@ -456,11 +488,10 @@ def _ordering_params(
 
 @dataclass(frozen=True)
 class _Entry:
-    """The keys of a method entry besides its loss terms (validated here)."""
+    """The keys every method entry has besides its loss terms (validated here)."""
 
     ordering: str
     psi: PsiColumn
-    direction: Direction | None = None
 
 
 def _not_taken(key: str, k: str, allowed: list[str]) -> str:
@@ -469,7 +500,7 @@ def _not_taken(key: str, k: str, allowed: list[str]) -> str:
     owners = sorted(n for n, r in plugins.records("loss").items() if k in fields(r.config))
     hint = (
         f"; {k!r} is a setting of the loss terms {owners}: put it in the term's entry, "
-        f"`loss: [{{name: {owners[0]}, {k}: <value>}}]`"
+        f"`loss: {{{owners[0]}: {{{k}: <value>}}}}`"
         if owners
         else did_you_mean(k, allowed)
     )
@@ -485,10 +516,10 @@ def _check_methods(params: Params) -> None:
             )
     for name, m in params.methods.items():
         _check_ordering(params, name, m)
-        for i, (_, cfg) in enumerate(m.terms):
+        for term, cfg in m.terms:
             check = getattr(cfg, "check_params", None)
             if check is not None:  # rules against other sections (a term's config says)
-                check(params, f"methods.{name}.loss.{i}")
+                check(params, f"methods.{name}.loss.{term}")
 
 
 def _check_ordering(params: Params, name: str, m: MethodParams) -> None:
@@ -507,7 +538,7 @@ def _check_ordering(params: Params, name: str, m: MethodParams) -> None:
             f"`{m.ordering}: {{}}` under `orderings:` (or its params)"
         )
     for k in sorted({k for r in orderings.values() for k in r.method_keys}):
-        if getattr(m, k) is not None and k not in record.method_keys:
+        if k in m.ordering_keys and k not in record.method_keys:
             takers = sorted(o for o, r in orderings.items() if k in r.method_keys)
             raise ParamsError(
                 f"params key 'methods.{name}.{k}': ordering {m.ordering!r} takes no {k} "

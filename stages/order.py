@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for seed, sub in ns.params.train.seed_runs():  # each seed: its own draw, order, folds
         own = {n: for_seed(t, seeds, seed) for n, t in tables.items()}  # its fold assignment
         ordered = apply_ordering(record, for_seed(triples, seeds, seed), doc_scores, config,
-                                 psi=m.psi, seed=seed, direction=m.direction,
+                                 psi=m.psi, seed=seed, method=m.ordering_keys,
                                  tables=own)  # fmt: skip
         parts.append(ordered.with_columns(pl.lit(seed, pl.Int64).alias("seed")) if sub else ordered)
     ordered = pl.concat(parts)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -92,7 +93,8 @@ def _holder(record: object, package: str, table: object, kind: str) -> str:
 
 def referenced_losses(terms: Any, known: dict[str, str]) -> list[str]:
     """Loss names that the configs of ``terms`` (``(name, config)`` pairs) name in a string
-    field, recursively through the named losses' default configs (``weak_loss: margin``)."""
+    field or as the keys of a mapping field, recursively through the named losses' default
+    configs (``weak_loss: margin``, ``weak_loss: {penalty: {...}}``)."""
     from pipeline.train.losses import get_record
 
     out: list[str] = []
@@ -103,9 +105,13 @@ def referenced_losses(terms: Any, known: dict[str, str]) -> list[str]:
             continue
         for f in dataclasses.fields(cfg):
             value = getattr(cfg, f.name)
-            if isinstance(value, str) and value in known and value not in out:
-                out.append(value)
-                config = get_record(value).config
+            named = [value] if isinstance(value, str) else list(value) if isinstance(
+                value, Mapping) else []  # fmt: skip
+            for name in named:
+                if name not in known or name in out:
+                    continue
+                out.append(name)
+                config = get_record(name).config
                 fields = dataclasses.fields(config)
                 if all(_has_default(x) for x in fields):
                     todo.append(config())

@@ -78,7 +78,8 @@ def _measures(x: str) -> tuple[Measure, Measure]:
                 transfer=x == "tf"),
         Measure(f"ARaB-{x}-abs@{{k}}", "↓", f"|male − female| rank bias of the top k by {x}",
                 lo=0.0, label=f"|ARaB-{x}|", ir_measures=f"ARaB_{x}_abs", transfer=x == "tf",
-                headline=x == "tf", tradeoff=(2, "arab") if x == "tf" else None),
+                headline=x == "tf", tradeoff=(2, "arab") if x == "tf" else None,
+                report=(("findings", 3), ("controls", 1), ("judged", 3)) if x == "tf" else ()),
     )  # fmt: skip
 
 

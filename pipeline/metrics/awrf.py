@@ -227,7 +227,8 @@ RECORD = Metric(
     awrf,
     (
         Measure("AWRF@{k}", "↑", "1 − JSD of the run's group exposure and the target",
-                lo=1 - math.log(2), hi=1.0, table="extra", ir_measures="AWRF", transfer=True),
+                lo=1 - math.log(2), hi=1.0, table="extra", ir_measures="AWRF", transfer=True,
+                report=(("judged", 4),)),
         Measure("nDCGxAWRF@{k}", "↑", "nDCG@k × AWRF@k per query (TREC Fair 2022 Task 1)",
                 lo=0.0, hi=1.0, ir_measures="nDCGxAWRF"),
         *track.TASK1_MEASURES,

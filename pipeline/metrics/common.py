@@ -47,7 +47,10 @@ class Measure:
     model card's table, at cut-off 10), ``tradeoff`` (``(place, file stem)``: the y axis of a
     trade-off plot against the first ``core`` effectiveness measure). ``setting``: the
     record's setting that adds it (``trec_fair_2022``: the track's variant), ``None`` when
-    the family always reports it.
+    the family always reports it. ``report``: its places in the report's sections as
+    ``(section, position)`` pairs, ordered by position there: ``findings`` (the metrics
+    every Finding reads, at cut-off 10: "fairer"/"more effective" from its ``direction``),
+    ``controls`` (the Controls table's columns), ``judged`` (the judged-scope tables).
     """
 
     key: str
@@ -65,6 +68,7 @@ class Measure:
     headline: bool = False
     tradeoff: tuple[int, str] | None = None
     setting: str | None = None
+    report: tuple[tuple[str, int], ...] = ()
 
     @property
     def base(self) -> str:

@@ -191,10 +191,10 @@ RECORD = Metric(
     (
         Measure("MRR@{k}", "↑", "reciprocal rank of the first relevant document in the top k",
                 lo=0.0, hi=1.0, fairness=False, table="core", ir_measures="RR", transfer=True,
-                headline=True),
+                headline=True, report=(("findings", 0), ("controls", 4), ("judged", 0))),
         Measure("nDCG@{k}", "↑", "normalised discounted cumulative gain of the top k (graded)",
                 lo=0.0, hi=1.0, fairness=False, table="extra", ir_measures="nDCG",
-                transfer=True, headline=True),
+                transfer=True, headline=True, report=(("findings", 1), ("judged", 1))),
     ),
     reference="Voorhees, TREC-8 QA 1999 (MRR); Järvelin & Kekäläinen, TOIS 2002 (nDCG); ranx",
     order=10,

@@ -58,7 +58,7 @@ RECORD = Metric(
     (
         Measure("LIWC@{k}", "↓", "|female − male lexicon share| of the top k × 100",
                 lo=0.0, hi=100.0, table="core", ir_measures="LIWC", transfer=True,
-                headline=True),
+                headline=True, report=(("findings", 4),)),
     ),
     reference="Seyedsalehi et al., EDBT 2022 (after LIWC2015's female/male categories)",
     order=40,

@@ -110,7 +110,7 @@ RECORD = Metric(
     (
         Measure("NFaiRR@{k}", "↑", "neutrality of the top k, normalised by the background's ideal",
                 lo=0.0, hi=1.0, table="core", ir_measures="NFaiRR", transfer=True, headline=True,
-                tradeoff=(1, "nfairr")),
+                tradeoff=(1, "nfairr"), report=(("findings", 2), ("controls", 0), ("judged", 2))),
     ),
     reference="Rekabsaz, Kopeinik & Schedl, SIGIR 2021 (NFaiRR)",
     order=30,

@@ -121,7 +121,7 @@ def chosen_run(method: str, train: Any, seed: int | None) -> tuple[int, str]:
 def training_lines(t: Training) -> list[str]:
     m = dict(t.method)
     loss = {k: v for k, v in m.items() if k not in ("ordering", "direction", "loss")}
-    loss = {"loss": " + ".join(map(_term, m.get("loss", []))), **loss}
+    loss = {"loss": " + ".join(_terms(m.get("loss", {}))), **loss}
     order = {"ordering": m.get("ordering"), **({"direction": m["direction"]} if "direction" in m
                                               else {}), **t.ordering}  # fmt: skip
     counts = (f"trained on {t.train_queries} queries, tested on {t.test_queries}"
@@ -138,12 +138,15 @@ def training_lines(t: Training) -> list[str]:
             ""]  # fmt: skip
 
 
-def _term(term: str | Mapping[str, Any]) -> str:
-    """A loss term as the card writes it: ``penalty (docs: relevant, lambda: 0.25)``."""
-    if isinstance(term, str):
-        return term
-    settings = {k: v for k, v in term.items() if k != "name"}
-    return f"{term['name']} ({_inline(settings)})" if settings else str(term["name"])
+def _terms(loss: Mapping[str, Any] | list[Any]) -> list[str]:
+    """A method's loss terms as the card writes them: ``penalty (docs: relevant, lambda:
+    0.25)``; ``loss`` is the mapping term → settings (or the list of earlier records)."""
+    if isinstance(loss, Mapping):
+        items = [(str(n), dict(v or {})) for n, v in loss.items()]
+    else:
+        items = [(t, {}) if isinstance(t, str) else
+                 (str(t["name"]), {k: v for k, v in t.items() if k != "name"}) for t in loss]
+    return [f"{n} ({_inline(v)})" if v else n for n, v in items]
 
 
 def _inline(d: Mapping[str, Any]) -> str:

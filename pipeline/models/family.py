@@ -47,10 +47,34 @@ class Family:
     pipeline_tag: str = "feature-extraction"
     usage: str = "`pipeline.models.registry.load_ranker(path)`."
 
+    def __post_init__(self) -> None:
+        module = sys.modules.get(getattr(self.ranker, "__module__", ""))
+        if module is not None and "__getattr__" not in vars(module):
+            setattr(module, "__getattr__", _finder(self.ranker, module.__name__))  # noqa: B010
+
     @property
     def cls(self) -> type[Ranker]:
-        """The family's ranker class."""
-        return self.ranker()
+        """The family's ranker class, named at the top level of its module when
+        ``ranker()`` made it inside (:func:`importable`): pickle finds it."""
+        cls = self.ranker()
+        if "<locals>" in cls.__qualname__:
+            importable(cls, self.ranker.__module__)
+        return cls
+
+
+def _finder(ranker: Callable[[], type[Ranker]], module: str) -> Callable[[str], type[Ranker]]:
+    """A family module's ``__getattr__`` (PEP 562) for the class ``ranker()`` makes: how
+    pickle finds it in a fresh process (a DDP rank loading the saved model), without the
+    module importing torch when the registry collects it. Installed by :class:`Family` in
+    the module that defines ``ranker`` unless the module has its own."""
+
+    def find(name: str) -> type[Ranker]:
+        cls = ranker()
+        if name == cls.__name__:
+            return importable(cls, module)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return find
 
 
 def importable(cls: type[Ranker], module: str) -> type[Ranker]:

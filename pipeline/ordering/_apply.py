@@ -65,6 +65,7 @@ def apply_ordering(
     seed: int,
     direction: str | None = None,
     tables: Mapping[str, pl.DataFrame] | None = None,
+    method: Mapping[str, Any] | None = None,
 ) -> pl.DataFrame:
     """The triples in ``record``'s training order.
 
@@ -74,12 +75,15 @@ def apply_ordering(
     every table with a ``fold`` column (LWS: the fold's training candidates), seeded with
     ``(seed, fold)``; positions restart at 0 in every fold and the output keeps ``fold``.
     Sampled negatives (a ``draw`` column) are drawn first with the same seed
-    (:func:`draw_negatives`).
+    (:func:`draw_negatives`). ``method``: the method's own keys that the record declares
+    (``MethodParams.ordering_keys``, e.g. ``{direction: high_to_low}``); ``direction`` is
+    ``method["direction"]`` when not given.
     """
-    tables = dict(tables or {})
+    tables, method = dict(tables or {}), dict(method or {})
+    direction = direction if direction is not None else method.get("direction")
     if FOLD not in triples.columns:
         drawn = draw_negatives(triples, seed)
-        return record.fn(drawn, doc_scores, cfg, Inputs(psi, seed, direction, tables))
+        return record.fn(drawn, doc_scores, cfg, Inputs(psi, seed, direction, tables, method))
     if triples[FOLD].null_count():
         raise InputError(
             f"triples: {triples[FOLD].null_count()} rows have no fold; every triple must name "
@@ -88,7 +92,8 @@ def apply_ordering(
     parts = []
     for fold in sorted(triples[FOLD].unique().to_list()):
         inp = Inputs(
-            psi, (seed, fold), direction, {n: _fold_rows(t, fold) for n, t in tables.items()}
+            psi, (seed, fold), direction, {n: _fold_rows(t, fold) for n, t in tables.items()},
+            method,
         )
         drawn = draw_negatives(_fold_rows(triples, fold), (seed, fold))
         out = record.fn(drawn, doc_scores, cfg, inp)

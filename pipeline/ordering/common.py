@@ -27,13 +27,16 @@ class Inputs:
     ``psi``: the method's Ψ column (``methods.<m>.psi``); ``seed``: ``train.seed``, or
     ``(train.seed, fold)`` when the triples are split by fold; ``direction``: the method's
     ``direction`` (only for orderings whose record lists it in ``method_keys``); ``tables``:
-    the extra input tables the record ``needs``, by name (one fold's rows of each).
+    the extra input tables the record ``needs``, by name (one fold's rows of each);
+    ``method``: every per-method key the record declares that the method sets
+    (``methods.<m>.<key>``; ``inp.method.get("window", 8)``).
     """
 
     psi: str = "bool_abs"
     seed: Seed = 0
     direction: str | None = None
     tables: Mapping[str, pl.DataFrame] = field(default_factory=dict, repr=False, compare=False)
+    method: Mapping[str, Any] = field(default_factory=dict)
 
     def table(self, name: str, columns: Sequence[str], ordering: str) -> pl.DataFrame:
         """The input table ``name``; a clear error if it is absent or lacks ``columns``."""
@@ -70,7 +73,10 @@ class Ordering:
     ``orderings.<name>`` section (``NoConfig`` for ``{}``); fields carry ``Literal`` choices
     and ``Annotated[..., Range(...)]`` bounds. ``needs``: extra input tables by name
     (``train_candidates``, ``qrels``), read by the order stage only when named here.
-    ``method_keys``: per-method settings it reads from the method entry (``direction``).
+    ``method_keys``: per-method settings it reads from the method entry
+    (``methods.<m>.direction``), handed to it in ``Inputs.method``; ``method_config``: a
+    frozen dataclass typing them (each field optional, ``None``: not set), or ``None``
+    (values taken as written).
     ``filters``: it keeps only some triples. ``replaces_negatives``: it may swap negatives.
     """
 
@@ -79,6 +85,7 @@ class Ordering:
     config: type = NoConfig
     needs: tuple[str, ...] = ()
     method_keys: tuple[str, ...] = ()
+    method_config: type | None = None
     filters: bool = False
     replaces_negatives: bool = False
 

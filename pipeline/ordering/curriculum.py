@@ -10,7 +10,7 @@ import polars as pl
 from pipeline.config import Checked, Range
 from pipeline.ordering._curriculum import curriculum_order
 from pipeline.ordering.common import Inputs, Ordering
-from pipeline.schemas import PsiColumn
+from pipeline.schemas import Direction, PsiColumn
 
 
 @dataclass(frozen=True)
@@ -65,4 +65,12 @@ def curriculum(
     )
 
 
-RECORD = Ordering("curriculum", curriculum, CurriculumConfig, method_keys=("direction",))
+@dataclass(frozen=True)
+class CurriculumMethod:
+    """The curriculum's per-method key: ``methods.<m>.direction`` (unset: low to high)."""
+
+    direction: Direction | None = None
+
+
+RECORD = Ordering("curriculum", curriculum, CurriculumConfig, method_keys=("direction",),
+                  method_config=CurriculumMethod)  # fmt: skip

@@ -40,6 +40,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.report.tables import FINDINGS_CUTOFF, placed, reading
 from pipeline.report.verdict_rule import (
     Balance,
     Scopes,
@@ -50,15 +51,10 @@ from pipeline.report.verdict_rule import (
     scope_text,
 )
 
-# (metric, what a higher value means): "fair"/"unfair"/"effective"; the order of the text
-HEADLINE = (
-    ("MRR@10", "effective"),
-    ("nDCG@10", "effective"),
-    ("NFaiRR@10", "fair"),
-    ("ARaB-tf-abs@10", "unfair"),
-    ("LIWC@10", "unfair"),
-    ("gap-abs", "unfair"),
-)
+# (metric, what a higher value means): "fair"/"unfair"/"effective"; the order of the text.
+# From the metric records (`Measure.report`, section "findings"): MRR@10, nDCG@10, NFaiRR@10,
+# ARaB-tf-abs@10, LIWC@10, gap-abs.
+HEADLINE = tuple((m.key.format(k=FINDINGS_CUTOFF), reading(m)) for m in placed("findings"))
 MALE_WINS = "gap-male-wins"
 NEUTRAL_FIRST = "gap-neutral-first"
 DIRECTION = (MALE_WINS, NEUTRAL_FIRST)

@@ -20,11 +20,13 @@ import polars as pl
 
 from pipeline.report.claims import DIRECTION, HEADLINE, excludes_zero, finding_line, verdict
 from pipeline.report.significance import ALPHA, PerQuery, compare
+from pipeline.report.tables import FINDINGS_CUTOFF, placed
 
 TRAINING = "training itself"
-COLUMNS = ("NFaiRR@10", "ARaB-tf-abs@10", "gap-male-wins", "gap-neutral-first", "MRR@10")
-"""The Controls table's columns (those present); the Findings lines read every headline and
-direction metric."""
+COLUMNS = tuple(m.key.format(k=FINDINGS_CUTOFF) for m in placed("controls"))
+"""The Controls table's columns (those present), from the metric records (``Measure.report``,
+section "controls": NFaiRR@10, ARaB-tf-abs@10, gap-male-wins, gap-neutral-first, MRR@10);
+the Findings lines read every headline and direction metric."""
 
 
 class ControlEntry(Protocol):

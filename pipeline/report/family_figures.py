@@ -41,9 +41,9 @@ def method_family(entry: Mapping[str, Any]) -> str:
     selection (filters, their size controls, LWS), pairwise or pointwise penalty/reward
     terms, other loss terms (listwise, adversarial), or the plain margin loss."""
     ordering = str(entry.get("ordering", ""))
-    loss = entry.get("loss", [])
-    items = [loss] if isinstance(loss, str | Mapping) else loss or []
-    terms = [str(t["name"]) if isinstance(t, Mapping) else str(t) for t in items]
+    loss = entry.get("loss", {})  # term → settings (a list in earlier records)
+    items = list(loss) if isinstance(loss, Mapping) else [loss] if isinstance(loss, str) else loss
+    terms = [str(t["name"]) if isinstance(t, Mapping) else str(t) for t in items or []]
     term = next((t for t in terms if t != "margin"), None)
     if ordering == "curriculum":
         return "curriculum"

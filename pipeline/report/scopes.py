@@ -19,11 +19,13 @@ import polars as pl
 
 from pipeline.report.inputs import load_per_query
 from pipeline.report.significance import PerQuery, compare
-from pipeline.report.tables import comparison_table
+from pipeline.report.tables import comparison_table, placed
 
 JUDGED = "judged"  # pipeline.metrics.runner.JUDGED (not imported: the report stays light)
-SCOPE_AT_K = ("MRR@{k}", "nDCG@{k}", "NFaiRR@{k}", "ARaB-tf-abs@{k}", "AWRF@{k}")
-SCOPE_OVERALL = ("gap-abs",)
+# From the metric records (``Measure.report``, section "judged"): MRR, nDCG, NFaiRR,
+# ARaB-tf-abs, AWRF at k; gap-abs.
+SCOPE_AT_K = tuple(m.key for m in placed("judged") if "{k}" in m.key)
+SCOPE_OVERALL = tuple(m.key for m in placed("judged") if "{k}" not in m.key)
 # LIWC@k is an unweighted mean over the top k: over at most k judged documents it is the same
 # for every ordering, so it is left out; male-wins and neutral-first compare versions of the
 # same documents, unchanged by condensing (the main direction table holds them).

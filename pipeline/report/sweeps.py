@@ -1,7 +1,8 @@
 """Parameter sweeps from `dvc exp show --json`: λ / σ / bucket-count plots.
 
 ```bash
-dvc exp run -S 'methods.penalty_irrelevant.loss.0.lambda=0.1,0.5,1,2,5' --queue && dvc queue start
+dvc exp run -S 'methods.penalty_irrelevant.loss.penalty.lambda=0.1,0.5,1,2,5' --queue
+dvc queue start
 dvc exp show --json > exps.json
 python -m stages.sweeps exps.json --out-dir plots/sweeps     # the CLI (not a DVC stage)
 ```
@@ -17,9 +18,12 @@ commit. The workspace row is skipped unless asked for.
 A parameter named `post.*.<key>` is per inference-time entry (`post.<entry>.<key>`, e.g.
 `post.*.lambda`: each entry's λ; the methods are drawn as flat reference lines). A parameter
 named `methods.*.<key>` is per method: a method's point uses its own
-`methods.<method>.<key>`, or the setting `<key>` of its first loss term that has one
-(`methods.<method>.loss.<i>.<key>`: `methods.*.lambda` is each method's λ); methods without
-that key are left out. Any other parameter is shared: every method gets a point.
+`methods.<method>.<key>`, or the setting `<key>` of its loss term that has one
+(`methods.<method>.loss.<term>.<key>`: `methods.*.lambda` is each method's λ); of a method
+with several terms that have the key, the term swept (whose value differs among the
+experiments) — name it to be explicit: `methods.*.loss.penalty.lambda`. Methods without
+that key (or whose swept term is ambiguous, logged) are left out. Any other parameter is
+shared: every method gets a point.
 Experiments with the same parameter value are averaged.
 """
 
@@ -63,9 +67,9 @@ class Experiment:
 
 
 def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """`{"a": {"b": 1}}` → `{"a.b": 1}`; a list holding mappings (a method's loss terms) is
-    flattened by index, as `dvc exp run -S` addresses it (`methods.m.loss.0.lambda`); other
-    lists and scalars are leaves."""
+    """`{"a": {"b": 1}}` → `{"a.b": 1}`, as `dvc exp run -S` addresses it
+    (`methods.m.loss.penalty.lambda`); a list holding mappings (a method's loss terms in
+    records of earlier versions) is flattened by index; other lists and scalars are leaves."""
     out: dict[str, Any] = {}
     for key, value in tree.items():
         path = f"{prefix}{key}"
@@ -135,17 +139,39 @@ PER_ROW = ("methods.*.", "post.*.")
 (`post.<entry>.…`, e.g. its λ)."""
 
 
-def _x_of(exp: Experiment, param: str, method: str) -> Any:
+def row_keys(exps: Sequence[Experiment], param: str) -> dict[str, str]:
+    """For a per-method ``methods.*.<key>``: each method's flat params key that holds its
+    value: its own ``methods.<m>.<key>``, else its loss term's ``methods.<m>.loss.<term>.<key>``;
+    where several terms have ``<key>``, the one whose value differs among ``exps`` (the swept
+    term). A method with no such key, or several swept terms, is left out (logged)."""
+    if not param.startswith("methods.*."):
+        return {}
+    key = param.removeprefix("methods.*.")
+    out: dict[str, str] = {}
+    for method in dict.fromkeys(m for e in exps for m in e.metrics):
+        own, terms = f"methods.{method}.{key}", f"methods.{method}.loss."
+        if any(own in e.params for e in exps):
+            out[method] = own
+            continue
+        found = sorted({k for e in exps for k in e.params
+                        if k.startswith(terms) and k.endswith(f".{key}")})  # fmt: skip
+        swept = [k for k in found if len({repr(e.params.get(k)) for e in exps}) > 1]
+        chosen = found if len(found) == 1 else swept
+        if len(chosen) == 1:
+            out[method] = chosen[0]
+        elif found:
+            log.warning("%s: method %s has %d terms with %r (%s); name one: "
+                        "methods.*.loss.<term>.%s", param, method, len(found), key,
+                        ", ".join(found), key)  # fmt: skip
+    return out
+
+
+def _x_of(exp: Experiment, param: str, method: str, keys: Mapping[str, str]) -> Any:
+    """``exp``'s value of ``param`` for row ``method`` (``keys``: :func:`row_keys`)."""
     if param.startswith("post.*."):
         return exp.params.get(f"post.{method}.{param.removeprefix('post.*.')}")
     if param.startswith("methods.*."):
-        key = param.removeprefix("methods.*.")
-        own = exp.params.get(f"methods.{method}.{key}")
-        if own is not None:
-            return own
-        terms = f"methods.{method}.loss."
-        return next((v for k, v in exp.params.items()
-                     if k.startswith(terms) and k.endswith(f".{key}")), None)  # fmt: skip
+        return exp.params.get(keys[method]) if method in keys else None
     return exp.params.get(param)
 
 
@@ -199,11 +225,12 @@ def _points(
 ) -> list[dict[str, Any]]:
     """One row per (experiment, method) that has a value of `param`."""
     rows = []
+    keys = row_keys(exps, param)
     for exp in exps:
         if any(exp.params.get(k) != v for k, v in where.items()):
             continue
         for method, values in exp.metrics.items():
-            x = _x_of(exp, param, method)
+            x = _x_of(exp, param, method, keys)
             if x is None or (methods is not None and method not in methods):
                 continue
             num = float(x) if _number(x) else None
@@ -265,12 +292,14 @@ def flat_frame(
     that lack the key (e.g. `baseline` in a λ sweep), drawn as dashed reference lines."""
     schema = {"method": pl.Utf8, **dict.fromkeys(metrics, pl.Float64)}
     rows = []
-    for exp in one_profile(_where(exps, where), param) if param.startswith(PER_ROW) else []:
+    kept = one_profile(_where(exps, where), param) if param.startswith(PER_ROW) else []
+    keys = row_keys(kept, param)
+    for exp in kept:
         for method, values in exp.metrics.items():
             keep = methods is None or method in methods
             if (
                 keep
-                and _x_of(exp, param, method) is None
+                and _x_of(exp, param, method, keys) is None
                 and any(k.startswith(f"methods.{method}.") for k in exp.params)
             ):
                 rows.append({"method": method} | {m: values.get(m) for m in metrics})

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from pipeline.metrics import MEASURES
+from pipeline.metrics.common import Measure
 
 
 def _keys(role: str, per_cutoff: bool) -> tuple[str, ...]:
@@ -303,3 +304,25 @@ def _test_name(seeds: int) -> str:
                 "unit of noise (crossed random effects for model and query; "
                 "pipeline/model_test.py)")  # fmt: skip
     return "paired two-sided t-test over the queries evaluated for both"
+
+
+FINDINGS_CUTOFF = 10
+"""The cut-off of the ``@{k}`` measures that the Findings and the Controls table read."""
+
+
+def placed(section: str, measures: Sequence[Measure] = MEASURES) -> list[Measure]:
+    """The measures the metric records place in report ``section`` (``Measure.report``:
+    ``findings``, ``controls``, ``judged``), by their position there (then registry order):
+    a new metric record reaches those sections by declaring it, with no report edit."""
+    at = [(dict(m.report)[section], i, m) for i, m in enumerate(measures)
+          if section in dict(m.report)]  # fmt: skip
+    return [m for _, _, m in sorted(at, key=lambda t: (t[0], t[1]))]
+
+
+def reading(measure: Measure) -> str:
+    """What a higher value of ``measure`` means in a Finding: ``effective`` (an
+    effectiveness measure), ``fair`` (a fairness measure where higher is fairer) or
+    ``unfair`` (lower is fairer)."""
+    if not measure.fairness:
+        return "effective"
+    return "fair" if measure.direction == "↑" else "unfair"

@@ -4,7 +4,7 @@
 builds the untrained ranker of ``model.arch``, binds the texts, trains it on the fold's
 ordered triples with the method's loss, and saves it to ``<out>/<seed folder>/fold-<k>``.
 The (seed, fold) models train in ``train.workers`` processes (``pipeline.train.jobs``).
-The method's loss is its list of terms (``pipeline.train.losses``): a term with a
+The method's loss is its terms (``pipeline.train.losses``, in params order): a term with a
 ``prepare`` hook computes per-pair values first (EqualizeIR's ``poe`` trains the weak learner
 f_B of the same family and scores the fold's training pairs with it, and reranks the fold's
 test candidates with it so its own effectiveness is measured); a trainable term (AdvBERT's

@@ -195,7 +195,7 @@ def score_point(
     for seed, sub in runs:
         config = params.ordering_config(method)
         ordered = apply_ordering(record, triples, t.doc_scores, config, psi=m.psi, seed=seed,
-                                 direction=m.direction, tables=tables)  # fmt: skip
+                                 method=m.ordering_keys, tables=tables)  # fmt: skip
         parts.append(ordered.with_columns(pl.lit(seed, pl.Int64).alias("seed")) if sub else ordered)
     train_method(params, method, pl.concat(parts), t.texts, t.doc_scores, work, t.features)
     shared = Shared(t.qrels, t.doc_scores, cands, t.groups, ALIGNMENTS, None)

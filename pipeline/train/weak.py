@@ -25,7 +25,7 @@ from pipeline.bias.complexity import STOP_WORDS
 from pipeline.errors import InputError
 from pipeline.models.base import Ranker
 from pipeline.schemas import TRIPLE_COLUMNS
-from pipeline.train.losses import Prepared, get_record
+from pipeline.train.losses import Prepared
 
 if TYPE_CHECKING:
     from pipeline.train.losses.poe import PoeConfig
@@ -179,9 +179,9 @@ def weak_pair_scores(
 
 def weak_scores(ctx: Prepared, cfg: PoeConfig) -> dict[tuple[str, str], float]:
     """EqualizeIR (SPEC §6.3): train f_B of the ranker's family by ``cfg.weak_strategy`` with
-    the loss term ``cfg.weak_loss`` (its defaults), then score the fold's training pairs; with
-    the fold's test candidates (``ctx.test``) f_B also reranks them into ``ctx.runs["weak"]``
-    (issue 21: a weak learner must be weaker, not useless)."""
+    the loss term ``cfg.weak_loss`` (:meth:`PoeConfig.weak_term`), then score the fold's
+    training pairs; with the fold's test candidates (``ctx.test``) f_B also reranks them into
+    ``ctx.runs["weak"]`` (issue 21: a weak learner must be weaker, not useless)."""
     from pipeline.models.registry import build_ranker
     from pipeline.train.groups import doc_bias, prepare_groups
     from pipeline.train.loop import train_model
@@ -200,7 +200,7 @@ def weak_scores(ctx: Prepared, cfg: PoeConfig) -> dict[tuple[str, str], float]:
         f_b.preload(ctx.features)
     groups = prepare_groups(s.triples, train.group_size, bias)
     weak_train = dataclasses.replace(train, max_steps=s.max_steps or train.max_steps)
-    objective = ((cfg.weak_loss, get_record(cfg.weak_loss).config()),)
+    objective = (cfg.weak_term(),)
     train_model(f_b, groups, objective, weak_train)
     f_b.bind(queries, docs)
     if ctx.test is not None and ctx.test.height:

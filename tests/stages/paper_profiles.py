@@ -70,8 +70,8 @@ TINY_MODEL = [
     "rerank.batch_size=64", "evaluate.cutoffs=[10]",
 ]  # fmt: skip
 METHODS = {  # as in params.yaml: the baseline, and LWS (it reads the training candidates)
-    "baseline": {"ordering": "shuffle", "loss": ["margin"], "psi": "bool_abs"},
-    "lws": {"ordering": "lws", "loss": ["margin"], "psi": "bool_abs"},
+    "baseline": {"ordering": "shuffle", "loss": {"margin": {}}, "psi": "bool_abs"},
+    "lws": {"ordering": "lws", "loss": {"margin": {}}, "psi": "bool_abs"},
 }
 
 

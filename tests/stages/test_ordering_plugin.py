@@ -93,7 +93,7 @@ def test_a_new_ordering_and_loss_rerun_only_their_method(
     params["orderings"]["by_psi"] = {"descending": True}
     params["methods"]["most_biased_first"] = {
         "ordering": "by_psi",
-        "loss": ["double_margin"],
+        "loss": {"double_margin": {}},
         "psi": "tf_abs",
     }
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

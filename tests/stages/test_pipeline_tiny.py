@@ -79,7 +79,7 @@ def test_a_post_lambda_reruns_only_its_entry(tiny_repo: Path, dvc: Dvc) -> None:
 def test_lambda_change_reruns_only_that_method(tiny_repo: Path, dvc: Dvc) -> None:
     before = (tiny_repo / "metrics/penalty_irrelevant.json").read_text()
     order = (tiny_repo / "data/order/penalty_irrelevant.parquet").read_bytes()
-    out = dvc(tiny_repo, "exp", "run", "-S", "methods.penalty_irrelevant.loss.0.lambda=2")
+    out = dvc(tiny_repo, "exp", "run", "-S", "methods.penalty_irrelevant.loss.penalty.lambda=2")
     assert (tiny_repo / "metrics/penalty_irrelevant.json").read_text() != before
     # the order stage's slice holds the method's ordering keys, not its loss terms (issue
     # 42, pipeline/deps/slices.py), so it does not rerun; no other method moves
@@ -221,7 +221,8 @@ def test_seeds_train_each_method_per_seed(tiny_repo: Path, tmp_path: Path, dvc: 
 def test_metrics_diff_between_two_experiments(tiny_repo: Path, tmp_path: Path, dvc: Dvc) -> None:
     repo = _head_copy(tiny_repo, tmp_path / "r", dvc)
     for name, lam in (("lam-a", "0.001"), ("lam-b", "2")):
-        dvc(repo, "exp", "run", "-n", name, "-S", f"methods.penalty_irrelevant.loss.0.lambda={lam}")
+        dvc(repo, "exp", "run", "-n", name, "-S",
+            f"methods.penalty_irrelevant.loss.penalty.lambda={lam}")
     changed = json.loads(dvc(repo, "metrics", "diff", "lam-a", "lam-b", "--json").stdout)
     # the method's headline; the others: the same
     assert set(changed) == {"metrics/penalty_irrelevant.json"}, changed

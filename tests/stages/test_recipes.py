@@ -40,7 +40,7 @@ def test_targeted_experiment_on_a_fresh_clone_runs_only_that_method(
 ) -> None:
     clone = tmp_path / "clone"
     run(["git", "clone", "-q", str(tiny_repo), str(clone)], tmp_path)  # no outputs, no cache
-    out = dvc(clone, "exp", "run", "-S", "methods.penalty_irrelevant.loss.0.lambda=0.5",
+    out = dvc(clone, "exp", "run", "-S", "methods.penalty_irrelevant.loss.penalty.lambda=0.5",
               "evaluate@penalty_irrelevant")  # fmt: skip
     ran = set(re.findall(r"Running stage '([^']+)'", out.stdout))
     data = {"params", "extract", "score", "candidates", "features", "transfer_data"}

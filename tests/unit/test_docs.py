@@ -87,7 +87,7 @@ def test_rerun_lists_follow_the_stage_graph() -> None:
     method's λ reruns its own train/evaluate and the report (its order stage does not read
     the loss terms); `candidates.top_k` every stage downstream of the candidates, training
     included (the train stage reranks); `train.workers` nothing."""
-    lam = doc_values.computed("dvc.rerun.methods.penalty_irrelevant.loss.0.lambda", ROOT)
+    lam = doc_values.computed("dvc.rerun.methods.penalty_irrelevant.loss.penalty.lambda", ROOT)
     assert lam == ("`train@penalty_irrelevant`, `evaluate@penalty_irrelevant` and "
                    "`report`")  # fmt: skip
     assert stage_graph.reruns(ROOT, "train.workers") == []

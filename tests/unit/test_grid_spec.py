@@ -40,18 +40,21 @@ def test_the_documented_grid_file_is_valid(tmp_path: Path) -> None:
                              "--gres=gpu:1", "--partition=gpu"]  # fmt: skip
 
 
+LAMBDA = "methods.penalty_irrelevant.loss.penalty.lambda"
+
+
 def test_names_come_from_the_entry_alone(tmp_path: Path) -> None:
-    exp = spec.experiment("penalty_irrelevant", 1, ["methods.penalty_irrelevant.loss.0.lambda=0.5"])
-    assert exp.name == "penalty_irrelevant-s1-lambda0.5-73a456"  # the doc's example
-    assert exp.overrides == ("train.seeds=[1]", "methods.penalty_irrelevant.loss.0.lambda=0.5")
+    exp = spec.experiment("penalty_irrelevant", 1, [f"{LAMBDA}=0.5"])
+    assert exp.name == "penalty_irrelevant-s1-lambda0.5-7359bb"  # the doc's example
+    assert exp.overrides == ("train.seeds=[1]", f"{LAMBDA}=0.5")
     assert exp.run_args() == ["exp", "run", "-n", exp.name, "-S", "train.seeds=[1]", "-S",
-                              "methods.penalty_irrelevant.loss.0.lambda=0.5",
+                              f"{LAMBDA}=0.5",
                               "evaluate@penalty_irrelevant"]  # fmt: skip
     assert spec.experiment("baseline", 2, []).name == "baseline-s2"
     assert spec.experiment("baseline", None, []).overrides == ()
     # other grids, other orders, the same entry: the same name
     g = grid(tmp_path, "name: g\nmethods: [baseline, penalty_irrelevant]\nseeds: [2, 1]\n"
-                       "set: ['methods.penalty_irrelevant.loss.0.lambda=1,0.5']\n")  # fmt: skip
+                       f"set: ['{LAMBDA}=1,0.5']\n")  # fmt: skip
     assert exp.name in {e.name for e in spec.expand(g)}
     # a lossy slug still gives distinct names; keys outside the method's own, only a hash
     a, b = (spec.experiment("baseline", 1, [f"methods.baseline.psi={n}"]) for n in ("a/b", "a_b"))
@@ -63,7 +66,7 @@ def test_names_come_from_the_entry_alone(tmp_path: Path) -> None:
 def test_a_sweep_is_a_product_and_other_methods_keys_are_left_out(tmp_path: Path) -> None:
     g = grid(tmp_path, "name: g\nmethods: [baseline, penalty_irrelevant]\nseeds: [1]\nset:\n"
                        "  - candidates.top_k=10,20\n"
-                       "  - methods.penalty_irrelevant.loss.0.lambda=0.25,0.5\n")  # fmt: skip
+                       "  - methods.penalty_irrelevant.loss.penalty.lambda=0.25,0.5\n")  # fmt: skip
     exps = spec.expand(g)
     by_method = {m: [e for e in exps if e.method == m] for m in g.methods}
     assert len(by_method["baseline"]) == 2  # top_k only: λ belongs to another method
@@ -163,7 +166,7 @@ def test_the_data_job_runs_the_shared_stages_once_per_set_they_read() -> None:
     """`dvc dag` of this repository: a method's evaluation needs the five data stages and
     its own three; the overrides the data stages do not read (seeds, λ) share one set."""
     exps = [spec.experiment(m, s, o) for m in ("baseline", "penalty_irrelevant") for s in (1, 2)
-            for o in ([], ["methods.penalty_irrelevant.loss.0.lambda=0.5"])]  # fmt: skip
+            for o in ([], ["methods.penalty_irrelevant.loss.penalty.lambda=0.5"])]  # fmt: skip
     stages = plan.shared_stages(ROOT, exps)
     assert set(stages) == {"params", "extract", "score", "candidates", "transfer_data", "features"}
     assert plan.prepare_sets(ROOT, stages, exps) == [[]]

@@ -49,6 +49,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
          "doctor_exp", "doctor_cache", "doctor_queue",
          "pyterrier"),
         ("report", "grid", "deps"),  # tables, plots, docs; the grid on a cluster; code deps
+        ("conformance",),  # every plug-in checked where params, deps and the report list it
     )
 )  # fmt: skip
 """The package's layers, bottom first (see the module docstring)."""

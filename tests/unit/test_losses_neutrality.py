@@ -23,7 +23,7 @@ from tests.unit.tiny_rankers import DOC_SCORES, tiny_ranker
 
 
 def method_loss(s_pos: Tensor, s_neg: Tensor, batch: Mapping[str, Tensor], coef: float) -> Tensor:
-    """The ``neutrality_kl`` method's loss: ``loss: [margin, neutrality_kl]``, ``coef``."""
+    """The ``neutrality_kl`` method's loss: ``loss: {margin: {}, neutrality_kl: {coef}}``."""
     terms = (("margin", MarginConfig()), ("neutrality_kl", NeutralityConfig(coef)))
     value = score_value(terms, s_pos, s_neg, batch)
     assert value is not None

@@ -29,7 +29,7 @@ def _metrics(mrr: float, n: float, gap: float = -0.2, data: str = "d1") -> dict[
 def _project(root: Path) -> None:
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["dataset"]["grep_biasir"] |= {"folds": 2, "max_queries": 8}
-    params["methods"]["penalty_relevant"]["loss"][0]["lambda"] = 0.25
+    params["methods"]["penalty_relevant"]["loss"]["penalty"]["lambda"] = 0.25
     (root / "params.yaml").write_text(yaml.safe_dump(params))
     (root / "data").mkdir()
     queries = {"query_id": [str(i) for i in range(8)], "fold": [0, 0, 0, 1, 1, 1, 1, 1]}

@@ -249,3 +249,25 @@ def test_rankers_with_other_bottom_weights_do_not_share_cached_states() -> None:
         reference.bind(queries, docs)
         expected = reference(["q0"], ["d0"])[0]
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("term", sorted(LOSSES))
+def test_every_weak_loss_that_params_accept_trains_the_weak_learner(term: str) -> None:
+    """EqualizeIR's ``weak_loss``: every term that loads as one (``PoeConfig.weak_term``)
+    trains f_B on the groups ``weak_scores`` builds (Ψ and ζ, no versions); the others are
+    refused at load, not inside train (issue 44)."""
+    from pipeline.config import ParamsError
+    from pipeline.train.losses.poe import PoeConfig
+
+    own = fields(LOSSES[term].config)
+    settings = {k: v for k, v in LOSS_PARAMS.items() if k in own} | (
+        {"docs": "both"} if "docs" in own else {})  # fmt: skip
+    try:
+        weak = PoeConfig("less_data", weak_loss={term: settings}).weak_term()
+    except ParamsError as e:
+        assert "not a term the weak learner trains with" in str(e)
+        return
+    f_b = tiny_ranker(ARCHS[0], seed=1, n_layers=1)
+    groups = prepare_groups(TRIPLES, CFG.group_size, doc_bias(DOC_SCORES, "tf_abs"))
+    curve = train_model(f_b, groups, (weak,), CFG)
+    assert curve["loss"].is_finite().all()

@@ -120,10 +120,10 @@ def test_a_method_may_override_its_orderings_params() -> None:
     from pipeline.params import ParamsError, parse_params
 
     raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text())
-    raw["methods"]["mixed"] = {"ordering": "shuffle", "loss": ["margin"], "psi": "bool_abs",
+    raw["methods"]["mixed"] = {"ordering": "shuffle", "loss": {"margin": {}}, "psi": "bool_abs",
                                "ordering_params": {"by_query": False}}  # fmt: skip
     raw["methods"]["flat"] = {"ordering": "curriculum", "direction": "low_to_high",
-                              "loss": ["margin"], "psi": "tf_abs",
+                              "loss": {"margin": {}}, "psi": "tf_abs",
                               "ordering_params": {"n_buckets": "all"}}  # fmt: skip
     params = parse_params(raw)
     assert params.ordering_config("mixed").by_query is False
@@ -136,3 +136,64 @@ def test_a_method_may_override_its_orderings_params() -> None:
     raw["methods"]["mixed"]["ordering_params"] = {"by_query": "no"}
     with pytest.raises(ParamsError, match=r"methods\.mixed\.ordering_params\.by_query"):
         parse_params(raw)
+
+
+def _window(triples: Any, doc_scores: Any, cfg: Any, inp: Any) -> Any:
+    """A test ordering that reads its per-method key ``window`` (module level: picklable)."""
+    seen.append(dict(inp.method))
+    return triples.with_row_index("position")
+
+
+seen: list[dict[str, Any]] = []
+
+
+@pytest.mark.parametrize("typed", [False, True])
+def test_any_ordering_declares_its_own_per_method_keys(
+    monkeypatch: pytest.MonkeyPatch, typed: bool
+) -> None:
+    """An ordering whose record declares ``method_keys=("window",)`` takes
+    ``methods.<m>.window`` (typed by its ``method_config`` where it has one) and reads it in
+    ``Inputs.method``; other orderings refuse the key, naming the ones that take it."""
+    from dataclasses import dataclass
+
+    from pipeline import ordering
+    from pipeline.ordering.common import Ordering
+
+    @dataclass(frozen=True)
+    class WindowKeys:
+        window: int | None = None
+
+    record = Ordering("win", _window, method_keys=("window",),
+                      method_config=WindowKeys if typed else None)  # fmt: skip
+    monkeypatch.setitem(ordering.REGISTRY, "win", record)
+    raw = _raw()
+    raw["orderings"]["win"] = {}
+    raw["methods"]["win"] = {"ordering": "win", "psi": "bool_abs", "window": 4,
+                             "loss": {"margin": {}}}  # fmt: skip
+    m = parse_params(raw).methods["win"]
+    assert m.ordering_keys == {"window": 4} and m.direction is None
+    assert m.settings()["window"] == 4
+    import polars as pl
+
+    from pipeline.ordering._apply import apply_ordering
+
+    triples = pl.DataFrame({"query_id": ["q", "q"], "pos_doc_id": ["a", "b"],
+                            "neg_doc_id": ["c", "d"], "fold": [0, 1]})  # fmt: skip
+    seen.clear()
+    apply_ordering(record, triples, pl.DataFrame(), None, psi="bool_abs", seed=0,
+                   method=m.ordering_keys)  # fmt: skip
+    assert seen == [{"window": 4}, {"window": 4}]  # every fold's call reads it
+    raw["methods"]["baseline"]["window"] = 4
+    with pytest.raises(ParamsError, match=r"'methods\.baseline\.window': ordering 'shuffle' "
+                       r"takes no window \(only \['win'\] do\)"):
+        parse_params(raw)  # fmt: skip
+    del raw["methods"]["baseline"]["window"]
+    raw["methods"]["win"]["windw"] = 4
+    with pytest.raises(ParamsError, match=r"'methods\.win\.windw' is unknown.*did you mean "
+                       r"'window'"):
+        parse_params(raw)  # fmt: skip
+    if typed:
+        raw["methods"]["win"] = {**raw["methods"]["win"], "window": "wide"}
+        del raw["methods"]["win"]["windw"]
+        with pytest.raises(ParamsError, match=r"'methods\.win\.window': expected int"):
+            parse_params(raw)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from pipeline import plugins
+from pipeline.config import fields
 from pipeline.params import ParamsError, get_method, load_params, parse_params
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,9 +29,9 @@ def test_shipped_params_are_valid() -> None:
 
 def test_ill_typed_lambda_names_the_key() -> None:
     raw = _raw()
-    raw["methods"]["penalty_irrelevant"]["loss"][0]["lambda"] = "two"
+    raw["methods"]["penalty_irrelevant"]["loss"]["penalty"]["lambda"] = "two"
     with pytest.raises(
-        ParamsError, match=r"'methods\.penalty_irrelevant\.loss\.0\.lambda': expected float"
+        ParamsError, match=r"'methods\.penalty_irrelevant\.loss\.penalty\.lambda': expected float"
     ):
         parse_params(raw)
 
@@ -36,26 +39,25 @@ def test_ill_typed_lambda_names_the_key() -> None:
 @pytest.mark.parametrize(
     ("method", "term", "key", "value", "message"),
     [
-        ("penalty_irrelevant", 0, "lambda", -5, r"'methods\.penalty_irrelevant\.loss\.0\."
-         r"lambda': -5 is out of range \[0, ∞\]"),
-        ("neutrality_kl", 1, "coef", -1, r"'methods\.neutrality_kl\.loss\.1\.coef': -1 is out "
-         r"of range \[0, ∞\]"),
-        ("advbert", 1, "adv_weight", -1, r"'methods\.advbert\.loss\.1\.adv_weight': -1 is out"),
-        ("equalizeir", 0, "alpha", -0.1, r"'methods\.equalizeir\.loss\.0\.alpha': -0\.1 is out"),
-        ("penalty_both", 0, "lambda_neg", -1, r"'methods\.penalty_both\.loss\.0\.lambda_neg'"),
-        ("penalty_relevant", 0, "margin", -1, r"'methods\.penalty_relevant\.loss\.0\.margin'"),
-        ("penalty_relevant", 0, "docs", "all", r"'methods\.penalty_relevant\.loss\.0\.docs': "
-         r"unknown value 'all'; known: \['relevant', 'irrelevant', 'both'\]"),
+        ("penalty_irrelevant", "penalty", "lambda", -5, r": -5 is out of range \[0, ∞\]"),
+        ("neutrality_kl", "neutrality_kl", "coef", -1, r": -1 is out of range \[0, ∞\]"),
+        ("advbert", "adversary", "adv_weight", -1, r": -1 is out"),
+        ("equalizeir", "poe", "alpha", -0.1, r": -0\.1 is out"),
+        ("penalty_both", "penalty", "lambda_neg", -1, r": -1 is out"),
+        ("penalty_relevant", "penalty", "margin", -1, r": -1 is out"),
+        ("penalty_relevant", "penalty", "docs", "all",
+         r": unknown value 'all'; known: \['relevant', 'irrelevant', 'both'\]"),
     ],
 )  # fmt: skip
 def test_signs_and_ranges_of_loss_settings_are_checked(
-    method: str, term: int, key: str, value: object, message: str
+    method: str, term: str, key: str, value: object, message: str
 ) -> None:
     """A strength is ≥ 0 (the kind of term gives its sign): `coef: -1` and `lambda: -5`
-    stop loading with the term's key in the list (`loss.<i>.<key>`)."""
+    stop loading with the term's key (`methods.<m>.loss.<term>.<key>`)."""
     raw = _raw()
     raw["methods"][method]["loss"][term][key] = value
-    with pytest.raises(ParamsError, match=message):
+    where = re.escape(f"'methods.{method}.loss.{term}.{key}'")
+    with pytest.raises(ParamsError, match=where + message):
         parse_params(raw)
 
 
@@ -93,13 +95,16 @@ def test_unknown_key_lists_known_keys() -> None:
 
 def test_unknown_loss_lists_known() -> None:
     raw = _raw()
-    raw["methods"]["baseline"]["loss"] = ["nope"]
+    raw["methods"]["baseline"]["loss"] = {"nope": {}}
     with pytest.raises(
-        ParamsError, match=r"'methods\.baseline\.loss\.0\.name': unknown loss 'nope'; known: "
+        ParamsError, match=r"'methods\.baseline\.loss\.nope': unknown loss 'nope'; known: "
     ):
         parse_params(raw)
-    raw["methods"]["baseline"]["loss"] = "margin"  # one name is not a list of terms
-    with pytest.raises(ParamsError, match=r"'methods\.baseline\.loss': expected a list of loss"):
+    raw["methods"]["baseline"]["loss"] = {"marginn": {}}
+    with pytest.raises(ParamsError, match=r"did you mean 'margin'"):
+        parse_params(raw)
+    raw["methods"]["baseline"]["loss"] = "margin"  # one name is not a mapping of terms
+    with pytest.raises(ParamsError, match=r"'methods\.baseline\.loss': expected a mapping of loss"):
         parse_params(raw)
 
 
@@ -169,36 +174,40 @@ def test_an_unknown_section_is_refused_with_the_closest_name() -> None:
         ),
         (
             "penalty_both",
-            {"0.lambda": None},
-            r"'methods\.penalty_both\.loss\.0\.lambda' is required \(or both 'lambda_pos' and "
+            {"penalty.lambda": None},
+            r"'methods\.penalty_both\.loss\.penalty\.lambda' is required \(or both "
+            r"'lambda_pos' and "
             r"'lambda_neg'.*add `lambda: <value>`",
         ),
         (
             "penalty_relevant",
-            {"0.lambda": None},
-            r"'methods\.penalty_relevant\.loss\.0\.lambda' is required; add `lambda: <value>`",
+            {"penalty.lambda": None},
+            r"'methods\.penalty_relevant\.loss\.penalty\.lambda' is required; "
+            r"add `lambda: <value>`",
         ),
         (
             "neutrality_kl",
-            {"1.coef": None},
-            r"'methods\.neutrality_kl\.loss\.1\.coef' is required by loss 'neutrality_kl' but "
+            {"neutrality_kl.coef": None},
+            r"'methods\.neutrality_kl\.loss\.neutrality_kl\.coef' is required by loss "
+            r"'neutrality_kl' but "
             r"missing; add `coef: <value>`",
         ),
         (
             "equalizeir",
-            {"0.weak_strategy": None},
-            r"'methods\.equalizeir\.loss\.0\.weak_strategy' is required by loss 'poe'",
+            {"poe.weak_strategy": None},
+            r"'methods\.equalizeir\.loss\.poe\.weak_strategy' is required by loss 'poe'",
         ),
         (
             "penalty_relevant",
-            {"0.lambda_neg": 1.0},
-            r"'methods\.penalty_relevant\.loss\.0\.lambda_neg': a per-side λ needs `docs: both`",
+            {"penalty.lambda_neg": 1.0},
+            r"'methods\.penalty_relevant\.loss\.penalty\.lambda_neg': a per-side λ needs "
+            r"`docs: both`",
         ),
         (
             "advbert",
-            {"1.coef": 1.0},
-            r"'methods\.advbert\.loss\.1\.coef' is unknown; known keys of "
-            r"'methods\.advbert\.loss\.1': \['adv_weight'\]",
+            {"adversary.coef": 1.0},
+            r"'methods\.advbert\.loss\.adversary\.coef' is unknown; known keys of "
+            r"'methods\.advbert\.loss\.adversary': \['adv_weight'\]",
         ),
     ],
 )
@@ -207,12 +216,12 @@ def test_a_loss_key_that_is_wrong_for_the_loss_is_refused_at_load(
 ) -> None:
     """Each loss term's settings are its own Config's fields, in its entry of the list: an
     extra key, a missing required one, a key of another term or a key written beside the
-    terms stops loading, naming the key and the fix. (`"<i>.<key>"`: the i-th term's key.)"""
+    terms stops loading, naming the key and the fix. (`"<term>.<key>"`: a term's key.)"""
     raw = _raw()
     entry = raw["methods"][method]
     for k, v in change.items():
-        index, _, key = k.rpartition(".")
-        where = entry["loss"][int(index)] if index else entry
+        term, _, key = k.rpartition(".")
+        where = entry["loss"][term] if term else entry
         if v is None:
             del where[key]
         else:
@@ -223,55 +232,63 @@ def test_a_loss_key_that_is_wrong_for_the_loss_is_refused_at_load(
 
 def test_both_sides_lambda_may_be_given_per_side() -> None:
     raw = _raw()
-    term = raw["methods"]["penalty_both"]["loss"][0]
+    term = raw["methods"]["penalty_both"]["loss"]["penalty"]
     del term["lambda"]
     term |= {"lambda_pos": 0.5, "lambda_neg": 2.0}
     cfg = parse_params(raw).methods["penalty_both"].config("penalty")
     assert (cfg.lambda_, cfg.lambda_pos, cfg.lambda_neg) == (None, 0.5, 2.0)
 
 
-def test_a_method_loss_is_a_list_of_terms_each_with_its_config() -> None:
+def test_a_method_loss_maps_each_term_to_its_config_in_params_order() -> None:
     m = load_params(ROOT / "params.yaml").methods["neutrality_kl"]
     assert m.loss == ("margin", "neutrality_kl")
     assert [name for name, _ in m.terms] == ["margin", "neutrality_kl"]
     assert m.config("neutrality_kl").coef == 1.0 and m.config("margin").margin == 1.0
     raw = _raw()
-    raw["methods"]["baseline"]["loss"] = ["margin", "margin"]
-    with pytest.raises(ParamsError, match=r"'methods\.baseline\.loss'.*names the loss term"):
-        parse_params(raw)
-    raw["methods"]["baseline"]["loss"] = [{"margin": 0.5}]
-    with pytest.raises(ParamsError, match=r"'methods\.baseline\.loss\.0\.name': a loss term"):
-        parse_params(raw)
+    raw["methods"]["neutrality_kl"]["loss"] = {"neutrality_kl": {"coef": 1.0}, "margin": None}
+    assert parse_params(raw).methods["neutrality_kl"].loss == ("neutrality_kl", "margin")
+    raw["methods"]["baseline"]["loss"] = ["margin", {"name": "penalty", "docs": "both",
+                                                     "lambda": 1.0}]  # fmt: skip
+    with pytest.raises(ParamsError, match=r"'methods\.baseline\.loss': loss terms are a "
+                       r"mapping keyed by term name, not a list; write `loss: \{margin: \{\}, "
+                       r"penalty: \{docs: both, lambda: 1\.0\}\}`"):
+        parse_params(raw)  # fmt: skip
+    raw["methods"]["baseline"]["loss"] = {"margin": 0.5}
+    with pytest.raises(ParamsError, match=r"'methods\.baseline\.loss\.margin': expected the "
+                       r"term's settings as a mapping"):
+        parse_params(raw)  # fmt: skip
 
 
 def test_two_terms_of_a_method_do_not_share_a_setting() -> None:
     """`penalty` on relevant and `reward` on irrelevant documents, each with its own λ."""
     raw = _raw()
-    raw["methods"]["baseline"]["loss"] = [
-        {"name": "penalty", "docs": "relevant", "lambda": 0.5},
-        {"name": "reward", "docs": "irrelevant", "lambda": 2.0},
-    ]
+    raw["methods"]["baseline"]["loss"] = {
+        "penalty": {"docs": "relevant", "lambda": 0.5},
+        "reward": {"docs": "irrelevant", "lambda": 2.0},
+    }
     m = parse_params(raw).methods["baseline"]
     assert (m.config("penalty").lambda_, m.config("reward").lambda_) == (0.5, 2.0)
-    assert m.settings()["loss"] == [
-        {"name": "penalty", "docs": "relevant", "lambda": 0.5, "margin": 1.0},
-        {"name": "reward", "docs": "irrelevant", "lambda": 2.0, "margin": 1.0},
-    ]
+    assert m.settings()["loss"] == {
+        "penalty": {"docs": "relevant", "lambda": 0.5, "margin": 1.0},
+        "reward": {"docs": "irrelevant", "lambda": 2.0, "margin": 1.0},
+    }
 
 
 def test_each_model_family_and_metric_family_owns_its_settings() -> None:
     """`model.<arch>` and `evaluate.<family>` are loaded into the records' own configs; a
     family's key at the shared level names where it belongs."""
     p = load_params(ROOT / "params.yaml")
-    assert p.model.settings == p.model.families["bi_encoder"]
+    assert p.model.settings == p.model.families[p.model.arch]
     assert p.model.families["late_interaction"].dim == 128
     assert not hasattr(p.model.families["bi_encoder"], "dim")
     assert p.evaluate.settings("awrf").target == "uniform"
     assert p.evaluate.settings("exposure").temperature == 1.0
     raw = _raw()
     raw["model"]["temperature"] = 0.5
+    owners = sorted(n for n, r in plugins.records("model family").items()
+                    if "temperature" in fields(r.config))  # every family that has the key
     with pytest.raises(ParamsError, match=r"'model\.temperature' is unknown.*a setting of "
-                       r"\['bi_encoder', 'late_interaction'\]: put it under `model\.<name>`"):
+                       + re.escape(f"{owners}: put it under `model.<name>`")):
         parse_params(raw)  # fmt: skip
     raw = _raw()
     raw["model"]["bi_encoder"]["dim"] = 64
@@ -380,3 +397,33 @@ def test_controls_are_pairs_of_known_methods() -> None:
         parse_params(raw)
     del raw["controls"]
     assert parse_params(raw).controls == {}
+
+
+def test_dvc_set_addresses_each_term_setting_by_name(tmp_path: Path) -> None:
+    """`dvc exp run -S methods.<m>.loss.<term>.<key>=…` (DVC's own override code, which
+    rewrites params.yaml) sets one term's setting: the loader reads it, the other terms and
+    their order are unchanged, and every term's setting is one flat key (a column of `dvc
+    exp show`)."""
+    from dvc.utils.hydra import apply_overrides
+
+    path = tmp_path / "params.yaml"
+    path.write_text((ROOT / "params.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    before = load_params(path)
+    apply_overrides(str(path), ["methods.penalty_irrelevant.loss.penalty.lambda=0.5",
+                                "methods.neutrality_kl.loss.neutrality_kl.coef=2"])  # fmt: skip
+    after = load_params(path)
+    assert after.methods["penalty_irrelevant"].config("penalty").lambda_ == 0.5
+    assert after.methods["neutrality_kl"].loss == ("margin", "neutrality_kl")
+    assert after.methods["neutrality_kl"].config("neutrality_kl").coef == 2.0
+    changed = [m for m in before.methods if before.methods[m] != after.methods[m]]
+    assert changed == ["penalty_irrelevant", "neutrality_kl"]
+    assert "# One entry per method" in path.read_text(encoding="utf-8")  # comments kept
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert raw["methods"]["penalty_irrelevant"]["loss"] == {"penalty": {"docs": "irrelevant",
+                                                                        "lambda": 0.5}}  # fmt: skip
+    with pytest.raises(Exception, match=r"Invalid `--set-param`"):  # DVC refuses a new key
+        apply_overrides(str(path), ["methods.penalty_irrelevant.loss.penalty.lamda=0.5"])
+    apply_overrides(str(path), ["+methods.penalty_irrelevant.loss.penalty.lamda=0.5"])  # adds it
+    with pytest.raises(ParamsError, match=r"'methods\.penalty_irrelevant\.loss\.penalty\.lamda' "
+                       r"is unknown.*did you mean 'lambda'"):
+        load_params(path)  # fmt: skip

@@ -58,7 +58,7 @@ def test_metadata_is_written_beside_a_plain_run(tmp_path: Path) -> None:
     rerank = block["method"]["retrieval"][1]
     assert rerank["checkpoint"]["md5"] == "fedcba9876543210fedcba9876543210.dir"
     loss = params.methods["baseline"].settings()["loss"]
-    assert rerank["params"]["loss"] == loss == [{"name": "margin", "margin": 1.0}]
+    assert rerank["params"]["loss"] == loss == {"margin": {"margin": 1.0}}
     assert block["data"]["other"][0]["md5"] == "0123456789abcdef0123456789abcdef"
     assert block["data"]["test collection"]["name"] == params.dataset.name
     assert "doc id descending (trec_eval)" in block["method"]["score ties"]

@@ -21,10 +21,10 @@ def _state(
     params = {
         "orderings": {"curriculum": {"sigma": sigma, "n_buckets": buckets}},
         "methods": {
-            "baseline": {"ordering": "shuffle", "loss": ["margin"], "psi": "bool_abs"},
+            "baseline": {"ordering": "shuffle", "loss": {"margin": {}}, "psi": "bool_abs"},
             "penalty_irrelevant": {
                 "ordering": "shuffle",
-                "loss": [{"name": "penalty", "docs": "irrelevant", "lambda": lam}],
+                "loss": {"penalty": {"docs": "irrelevant", "lambda": lam}},
             },
         },
     }
@@ -84,7 +84,7 @@ def test_experiments_skip_workspace_queued_failed_running_and_errors() -> None:
         "buckets-all",
         "lam-2-again",
     ]
-    assert exps[0].params["methods.penalty_irrelevant.loss.0.lambda"] == 1.0
+    assert exps[0].params["methods.penalty_irrelevant.loss.penalty.lambda"] == 1.0
     assert set(exps[0].metrics) == {"baseline", "penalty_irrelevant"}  # broken.json left out
     assert exps[0].metrics["baseline"] == {"MRR@10": 0.5, "NFaiRR@10": 0.7}  # numbers only
     assert len(experiments(fake_doc(), workspace=True)) == 7
@@ -107,7 +107,7 @@ def test_shared_param_sweep_with_filter_and_non_numeric_values() -> None:
         exps,
         "orderings.curriculum.sigma",
         ["MRR@10"],
-        where={"methods.penalty_irrelevant.loss.0.lambda": 1.0},
+        where={"methods.penalty_irrelevant.loss.penalty.lambda": 1.0},
     )
     assert sigma.filter(pl.col("method") == "penalty_irrelevant").rows() == [
         ("penalty_irrelevant", "1", 1.0, 0.45, 1),  # not `buckets-all` (another sweep)
@@ -218,7 +218,7 @@ def test_the_documented_sweep_commands_draw_the_default_methods(
         data = state["data"]
         data["rev"] = state["rev"]
         params = data["params"]["params.yaml"]["data"]
-        params["methods"]["penalty_irrelevant"]["lambda"] = lam
+        params["methods"]["penalty_irrelevant"]["loss"]["penalty"]["lambda"] = lam
         metrics = data["metrics"]["metrics/penalty_irrelevant.json"]["data"]
         metrics["MRR@10"] = metrics["MRR@10"] - lam / 10
         runs.append(_range(state, None))
@@ -230,3 +230,29 @@ def test_the_documented_sweep_commands_draw_the_default_methods(
     methods = set(head["data"]["params"]["params.yaml"]["data"]["methods"])
     assert set(frame["method"]) <= methods and len(methods) > 20
     assert (tmp_path / "plots/sweeps/lambda.png").stat().st_size > 1000
+
+
+def test_a_method_with_two_weighted_terms_is_drawn_at_the_swept_terms_lambda(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A method with two λ-weighted terms (penalty on relevant, reward on irrelevant
+    documents): a sweep of the reward's λ draws the reward's λ (the term whose value
+    changes), not the first term's fixed one; naming the term's key gives the same; with
+    both terms changing, `methods.*.lambda` is ambiguous and the method is left out (logged)."""
+    def state(i: int, pen: float, rew: float) -> dict[str, Any]:
+        s = _state(f"{i}" * 40, f"e{i}", 1.0, 1.0, 10, 0.45)
+        data = s["data"]
+        data["params"]["params.yaml"]["data"]["methods"]["two"] = {"ordering": "shuffle", "loss": {
+            "penalty": {"docs": "relevant", "lambda": pen},
+            "reward": {"docs": "irrelevant", "lambda": rew}}}  # fmt: skip
+        data["metrics"]["metrics/two.json"] = {"data": {"MRR@10": 0.4 + rew / 10}}
+        return s
+
+    doc = [state(0, 1.0, 0.5), state(1, 1.0, 2.0)]
+    for param in ("methods.*.lambda", "methods.*.loss.reward.lambda"):
+        frame = sweep_frame(experiments(doc), param, ["MRR@10"], methods=["two"])
+        assert frame.select("x", "MRR@10").rows() == [("0.5", pytest.approx(0.45)),
+                                                      ("2", pytest.approx(0.6))]  # fmt: skip
+    both = [state(0, 1.0, 0.5), state(1, 2.0, 2.0)]
+    frame = sweep_frame(experiments(both), "methods.*.lambda", ["MRR@10"], methods=["two"])
+    assert frame.height == 0 and "name one: methods.*.loss.<term>.lambda" in caplog.text

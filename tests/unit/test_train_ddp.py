@@ -9,7 +9,9 @@ import pytest
 import torch
 from torch import nn
 
+from pipeline.models import family_names
 from pipeline.models.base import Ranker
+from pipeline.params import load_params
 from pipeline.train.distributed import Rank, check_world, shard
 from pipeline.train.loop import TrainConfig
 from tests.unit.test_train_loop import TRIPLES, ranker, train
@@ -62,11 +64,11 @@ def test_process_count_must_match_config() -> None:
     check_world(1, 6, Rank(0, 3))  # devices left at 1: torchrun decides
 
 
+DEFAULT = load_params(Path(__file__).resolve().parents[2] / "params.yaml").model
 FAMILIES: dict[str, dict[str, object]] = {
-    "cross_encoder": {},
-    "bi_encoder": {"train_layers": 1},  # the default recipe: top layer on cached states
-    "late_interaction": {},
-}
+    arch: {"train_layers": DEFAULT.train_layers} if arch == DEFAULT.arch else {}
+    for arch in family_names()
+}  # every registered family; the default's with the default recipe (its trained layers)
 
 
 @pytest.mark.slow

@@ -1,15 +1,15 @@
 """Loss terms: one record per term, keyed by the name a method lists under ``loss``.
 
 A method's training loss is the sum of its terms, each scaled by its weight (``methods.<m>.loss:
-[margin, {name: neutrality_kl, coef: 1}]`` trains on ``margin + 1 · KL``; each term has its own
-settings in its entry). A score term is ``fn(s_pos, s_neg, batch, cfg) -> Tensor`` (a scalar):
+{margin: {}, neutrality_kl: {coef: 1}}`` trains on ``margin + 1 · KL``; each term has its own
+settings under its name). A score term is ``fn(s_pos, s_neg, batch, cfg) -> Tensor`` (a scalar):
 ``s_pos`` and ``s_neg`` are the scores ``[pairs]`` of the positive and negative document of each
 pair, ``batch`` carries per-pair float tensors (``psi_pos``/``psi_neg`` Ψ magnitudes,
 ``zeta_pos``/``zeta_neg`` neutrality ζ, ``version_pos``/``version_neg`` each document's F/M/N
 version (0/1/2, −1 none), ``weak_pos``/``weak_neg`` the EqualizeIR weak learner's scores) plus
 ``group``/``slot`` for listwise terms (``_listwise.py``) and ``query`` (which of the batch's
 queries: the versions of a relevant document are one query's positives), and ``cfg`` the term's
-typed ``Config``, loaded from its entry in the method's ``loss`` list. A trainable term (the
+typed ``Config``, loaded from its entry in the method's ``loss`` mapping. A trainable term (the
 AdvBERT adversary) reads the documents' representations. See
 :class:`~pipeline.train.losses.common.Loss`.
 

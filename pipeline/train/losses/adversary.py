@@ -1,4 +1,5 @@
-"""AdvBERT's adversary as a trainable loss term (SPEC §6.5): ``loss: [margin, adversary]``."""
+"""AdvBERT's adversary as a trainable loss term (SPEC §6.5): ``loss: {margin: {}, adversary:
+{}}``."""
 
 from __future__ import annotations
 

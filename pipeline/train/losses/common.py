@@ -1,7 +1,7 @@
 """The loss record: what the params loader, the trainer and the tests know of each loss term.
 
-A method's training loss is a list of weighted terms (as lightning-ir composes its loss
-functions): ``methods.<m>.loss: [margin, neutrality_kl]`` trains on
+A method's training loss is a sum of weighted terms (as lightning-ir composes its loss
+functions): ``methods.<m>.loss: {margin: {}, neutrality_kl: {}}`` trains on
 ``margin + coef · KL``. Each term is one record. A *score term* is a function of the pair
 scores, ``fn(s_pos, s_neg, batch, cfg) -> Tensor``; a *trainable term* (AdvBERT's
 adversary) is a module with parameters of its own, built by ``term(repr_dim, cfg, seed)``,

@@ -1,5 +1,5 @@
 """Neutrality regulariser: a KL term towards neutral documents (SPEC §6.6), added to a
-ranking loss (``loss: [margin, neutrality_kl]``)."""
+ranking loss (``loss: {margin: {}, neutrality_kl: {}}``)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def loss(
     s_pos: Tensor, s_neg: Tensor, batch: Mapping[str, Tensor], cfg: NeutralityConfig
 ) -> Tensor:
     """``mean_g KL(softmax(ζ_g) ‖ softmax(s_g))`` over training groups, weighted by ``coef``
-    in the method's sum (``margin + coef × KL`` for ``loss: [margin, neutrality_kl]``).
+    in the method's sum (``margin + coef × KL`` for ``loss: {margin: {}, neutrality_kl: {}}``).
 
     Effect: within a group, score mass is pulled towards the more neutral documents (higher
     ζ); with equal ζ the target is uniform and the term pulls the scores together.

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pipeline.config import Checked, ParamsError, Range
+from pipeline.config import Checked, ParamsError, Range, build
 from pipeline.train.losses._pairwise import column
 from pipeline.train.losses.common import Loss, PairScores, Prepared
 
@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 
 NAME = "poe"
 Strategy = Literal["less_data", "weaker_model", "fewer_steps", "biased_data"]
+WEAK_INPUTS = frozenset({"psi", "zeta"})
+"""The per-document values the weak learner's training groups carry (``doc_bias``)."""
 
 
 @dataclass(frozen=True)
@@ -22,12 +24,15 @@ class PoeConfig(Checked):
     """``alpha``: weight of the weak learner's log-probabilities (≥ 0, default 0.1).
     ``weak_strategy``: how f_B is made weak (required); ``weak_layers``: encoder layers of
     f_B for ``weaker_model`` (required there; fewer than the ranker's); ``weak_loss``: the
-    loss term f_B trains with (its config's defaults)."""
+    loss term f_B trains with: a term's name (with its defaults) or one term mapped to its
+    settings, as in a method's ``loss`` (``{penalty: {docs: both, lambda: 1.0}}``; ``-S
+    methods.<m>.loss.poe.weak_loss.penalty.lambda=2``), loaded into the term's Config when
+    params load (:meth:`weak_term`)."""
 
     weak_strategy: Strategy
     alpha: Annotated[float, Range(ge=0)] = 0.1
     weak_layers: Annotated[int, Range(ge=1)] | None = None
-    weak_loss: str = "margin"
+    weak_loss: str | Mapping[str, Mapping[str, Any] | None] = "margin"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -36,20 +41,47 @@ class PoeConfig(Checked):
                 "params key 'weak_layers' is required by weak_strategy 'weaker_model': the weak "
                 "learner's encoder layers, fewer than the ranker's"
             )
+        self.weak_term()  # its name and settings are checked where params load
 
-    def check_params(self, params: Any, key: str) -> None:
-        """``weak_loss`` is a score term; ``weaker_model`` is strictly smaller than the
-        ranker ``params.model`` (SPEC §6.3); ``key``: the method entry's params key."""
+    def weak_term(self) -> tuple[str, Any]:
+        """``(name, config)`` of the weak learner's loss term. Refused (``ParamsError``
+        naming ``weak_loss.<term>.<key>``): an unknown term or setting, a missing required
+        one, and a term f_B cannot train with: a trainable term, one that prepares its own
+        inputs, or one reading per-document values other than Ψ and ζ."""
         from pipeline.train.losses import get_record
 
-        try:
-            weak = get_record(self.weak_loss)
-        except ValueError as e:
-            raise ParamsError(f"params key '{key}.weak_loss': {e}") from e
-        if weak.trainable or weak.prepare is not None:
+        spec = self.weak_loss
+        if isinstance(spec, str):
+            name, settings = spec, {}
+        elif len(spec) == 1:
+            ((name, given),) = spec.items()
+            settings = dict(given or {})
+        else:
             raise ParamsError(
-                f"params key '{key}.weak_loss': {self.weak_loss!r} is not a plain score term"
+                "params key 'weak_loss': expected one loss term, its name or a mapping of the "
+                f"name to its settings (`{{penalty: {{docs: both, lambda: 1.0}}}}`), got {spec!r}"
             )
+        try:
+            record = get_record(name)
+        except ValueError as e:
+            raise ParamsError(f"params key 'weak_loss': {e}") from e
+        kind = ("is trainable" if record.trainable else "prepares its own inputs"
+                if record.prepare is not None else None)  # fmt: skip
+        cfg: Any = None
+        if kind is None:
+            cfg = build(record.config, settings, f"weak_loss.{name}", owner=f"loss {name!r}")
+            reads = {k.removesuffix("_pos").removesuffix("_neg") for k in record.needs_of(cfg)}
+            kind = None if reads <= WEAK_INPUTS else f"reads {sorted(reads)}"
+        if kind is not None:
+            raise ParamsError(
+                f"params key 'weak_loss': {name!r} is not a term the weak learner trains with "
+                f"(a score term reading at most {sorted(WEAK_INPUTS)}; it {kind})"
+            )
+        return name, cfg
+
+    def check_params(self, params: Any, key: str) -> None:
+        """``weaker_model`` is strictly smaller than the ranker ``params.model`` (SPEC
+        §6.3); ``key``: the method entry's params key."""
         _check_weak_layers(self, params.model, key)
 
 

@@ -9,8 +9,8 @@ less. **Decision**: the reward reads ζ as the paper says (the published code us
 With ``docs: both``, ``lambda_pos`` / ``lambda_neg`` override ``lambda`` per side
 (SPEC §6.2). Every λ is ≥ 0 (the sign is the kind's) and so is the hinge ``margin``.
 
-A method lists the term with its settings: ``loss: [{name: penalty, docs: relevant,
-lambda: 1.0}]`` is the regularisation paper's ``penalty_relevant``.
+A method names the term with its settings: ``loss: {penalty: {docs: relevant, lambda:
+1.0}}`` is the regularisation paper's ``penalty_relevant``.
 
 Paper: Seyedsalehi et al., loss-regularisation journal paper (penalty and reward terms; code:
 shirinssalehi/LossRegularizationJournal); ``penalty`` on ``irrelevant`` documents with
@@ -141,3 +141,5 @@ def _record(form: str, kind: str) -> Loss:
 
 RECORDS = {r.name: r for r in (_record(f, k) for f in FORMS for k in KINDS)}
 """Every form × kind: ``[pointwise_]{penalty,reward}``, each with its ``docs`` setting."""
+globals().update({name: r.fn for name, r in RECORDS.items()})
+# each term's function by its name at module level, where pickle looks it up
