@@ -322,7 +322,7 @@ def test_dvc_written_values_load_as_the_declared_type(tmp_path: Path) -> None:
     """`dvc exp run -S` writes `query_set=215` as an int and `lr=3e-6` as `3e-06` (a string
     to YAML 1.1): both load as the type the key declares."""
     text = (ROOT / "params.yaml").read_text()
-    text = text.replace('query_set: "215"', "query_set: 1765").replace("lr: 1.0e-4", "lr: 3e-06")
+    text = text.replace("query_set: '215'", "query_set: 1765").replace("lr: 1.0e-4", "lr: 3e-06")
     assert "query_set: 1765" in text and "lr: 3e-06" in text
     assert yaml.safe_load(text)["train"]["lr"] == "3e-06"  # what YAML 1.1 reads
     (tmp_path / "params.yaml").write_text(text)

@@ -39,5 +39,5 @@ def test_one_set_param_changes_one_line(tmp_path: Path) -> None:
     after = path.read_text(encoding="utf-8").splitlines()
     changed = [line for line in difflib.unified_diff(before, after, n=0, lineterm="")
                if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))]  # fmt: skip
-    assert len(changed) == 2 and changed[1].strip().startswith("lambda: 0.2"), changed
+    assert len(changed) == 2 and changed[1][1:].strip().startswith("lambda: 0.2"), changed
     assert sum("#" in line for line in after) == sum("#" in line for line in before)
