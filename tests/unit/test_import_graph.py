@@ -36,11 +36,14 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(f"pipeline{'.' + u if u else ''}" for u in layer)
     for layer in (
         # foundations: no project imports
-        ("", "errors", "paths", "progress", "timing", "coverage", "profile"),
+        ("", "errors", "paths", "progress", "timing", "coverage"),
         ("config", "schemas", "stats", "model_test", "model_power", "ties",
          "dvc_cache"),  # configs, tests, …
-        ("io", "plugins", "sections", "manifest"),  # I/O, plug-in discovery, sections, checksums
-        ("params",),  # the typed params.yaml: reads records by name, imports no plug-in
+        # I/O, plug-in discovery, sections, checksums, the run-time witness of params reads
+        ("io", "plugins", "sections", "manifest", "witness"),
+        # the typed params.yaml: reads records by name, imports no plug-in; the digests of
+        # the params sections in use (profile)
+        ("params", "profile"),
         # plug-in packages (records: sources, orderings, loss terms, metrics, model families)
         # and the libraries they use (bias scores, BM25)
         ("bias", "retrieval", "data", "ordering", "train.losses", "metrics", "models", "post"),
