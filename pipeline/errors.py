@@ -157,3 +157,10 @@ def _chain(error: BaseException) -> list[BaseException]:
 def is_expected(error: BaseException) -> bool:
     """A check of ours (:class:`PipelineError`) or a missing input file."""
     return isinstance(error, PipelineError | FileNotFoundError)
+
+
+INTERRUPTED = (
+    "interrupted: rerun `dvc repro` to resume (finished stages are kept, and training continues "
+    "from its last checkpoint when train.checkpoint_every is set; no output is half-written)"
+)
+"""The one line a stage stopped by Ctrl-C (SIGINT) ends with (exit code 130)."""

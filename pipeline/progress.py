@@ -21,6 +21,21 @@ from tqdm import tqdm
 LOG_INTERVAL_S = 30.0
 
 
+NOISY = ("bm25s", "numba", "urllib3", "filelock", "fsspec")
+"""Libraries whose INFO lines would drown a stage's own."""
+
+
+def configure_logging(level: str = "INFO") -> None:
+    """A stage's logging: ``level`` and above to stderr, with time and logger; `NOISY`
+    libraries at WARNING."""
+    import logging
+
+    logging.basicConfig(level=level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # fmt: skip
+    for noisy in NOISY:
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
 def progress(iterable: Iterable[Any] | None = None, **kwargs: Any) -> tqdm:
     """A tqdm bar on stderr; ``kwargs`` as tqdm's (``total``, ``desc``, ``unit``, …)."""
     if not sys.stderr.isatty():

@@ -153,6 +153,16 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         _files.add(os.fspath(args[0]))
 
 
+def attach(params: T) -> T:
+    """Under ``PIPELINE_WITNESS``: ``params`` recording every key read, and the files run
+    recorded from now on (`watch`, `start`); otherwise ``params`` itself."""
+    if not enabled():
+        return params
+    watched = watch(params)
+    start()
+    return watched
+
+
 def start() -> None:
     """Record the project files run and opened from now on (this process)."""
     global _root
