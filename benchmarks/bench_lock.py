@@ -26,9 +26,14 @@ def lock_lines(rev: str) -> int:
     return len(text.splitlines())
 
 
+def _rev(rev: str) -> str:
+    return subprocess.run(["git", "rev-parse", "--short", rev], capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     setup_logging()
-    before, after = (argv if argv is not None else sys.argv[1:])[:2]
+    before, after = (_rev(r) for r in (argv if argv is not None else sys.argv[1:])[:2])
     rows = [json.loads(line) for line in (RESULTS / "repro.jsonl").read_text().splitlines()]
     runs = [r for r in rows if r.get("mode") == "empty cache"][-2:]
     row = {
