@@ -36,13 +36,13 @@ def shared_stages(root: Path, experiments: Sequence[Experiment]) -> list[str]:
 
 
 def _declared(root: Path, stages: Sequence[str]) -> list[str]:
-    """The params.yaml keys that `stages` declare in dvc.yaml."""
-    raw: dict[str, Any] = yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))
-    keys: list[str] = []
-    for name in stages:
-        for p in raw.get("stages", {}).get(name, {}).get("params", []) or []:
-            keys += [p] if isinstance(p, str) else [k for ks in p.values() for k in ks or []]
-    return keys
+    """The params.yaml keys that `stages` read: their params slices' keys
+    (`pipeline.deps.slices`, issue 42: no stage but `params` declares `params:` in dvc.yaml)."""
+    from pipeline.deps.slices import held
+
+    raw: dict[str, Any] = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
+    resolved = held(raw)
+    return [key for name in stages for key, _ in resolved.get(name, [])]
 
 
 def prepare_sets(root: Path, stages: Sequence[str], experiments: Sequence[Experiment]

@@ -52,7 +52,7 @@ def test_each_seed_uses_its_own_fold_split(tiny_repo: Path, tmp_path: Path, dvc:
         assert set(per_query["query_id"]) == queries and per_query["NFaiRR@10"].max() <= 1.0
         judged = pl.read_parquet(repo / f"eval/baseline/seed-{seed}/judged/per_query.parquet")
         assert set(judged["query_id"]) <= queries and judged["NFaiRR@10"].max() <= 1.0
-    metrics = json.loads((repo / "metrics/baseline.json").read_text())
+    metrics = json.loads((repo / "eval/baseline/metrics.json").read_text())  # every key
     assert metrics["seeds"] == [1, 2] and 0 <= metrics["judged.NFaiRR@10"] <= 1  # scope keys
     assert "transfer.MRR@10" in metrics  # every fold model of both seeds reranked it
     words = pl.read_parquet(repo / "data/transfer/group_words.parquet")

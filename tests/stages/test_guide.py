@@ -117,7 +117,7 @@ def test_the_guide_adds_four_plugins_one_file_each(
             "print(open('fair-eval.json').read())",
         )
     )
-    mine = json.loads((repo / "metrics/version_gap.json").read_text())
+    mine = json.loads((repo / "eval/version_gap/metrics.json").read_text())  # every key
     assert fair_eval["GroupShare@10"] == pytest.approx(mine["GroupShare@10"])
     value = _python(
         repo,
