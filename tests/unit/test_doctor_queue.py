@@ -71,7 +71,7 @@ def repo(tmp_path: Path) -> Path:
     return repo
 
 
-def _wait(what: str, ready: object, seconds: float = 120) -> None:
+def _wait(what: str, ready: object, seconds: float = 300) -> None:  # CI's load: minutes
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if callable(ready) and ready():
@@ -92,7 +92,7 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def _kill_worker_and_let_the_experiment_finish(repo: Path, sleep: int = 4) -> None:
+def _kill_worker_and_let_the_experiment_finish(repo: Path, sleep: int = 15) -> None:
     """Queue, start, SIGKILL the worker alone; while the orphan runs, the doctor changes
     nothing (exit 2: a DVC process runs in the repository)."""
     _dvc(repo, "exp", "run", "--queue", "-n", "orphan", "-S", "x=5", "-S", f"sleep={sleep}")
@@ -103,7 +103,7 @@ def _kill_worker_and_let_the_experiment_finish(repo: Path, sleep: int = 4) -> No
           and pid_file.is_file() and pid_file.read_text().strip())  # fmt: skip
     experiment = int(str(_info(repo, "json")["pid"]))
     os.kill(int(pid_file.read_text()), signal.SIGKILL)  # the worker only, not its group
-    if sleep > 4:
+    if sleep > 15:
         code, out = _doctor(repo, "--fix")
         assert code == 2 and "DVC is running" in out and "exec-run" in out, out
     _wait("the orphaned experiment to finish", lambda: _gone(experiment))
@@ -126,7 +126,7 @@ def _shown(repo: Path) -> dict[str, dict[str, object]]:
 
 
 def test_an_experiment_finished_after_its_worker_was_killed_is_collected(repo: Path) -> None:
-    _kill_worker_and_let_the_experiment_finish(repo, sleep=10)
+    _kill_worker_and_let_the_experiment_finish(repo, sleep=40)
     assert _shown(repo)["orphan"]["state"] == "running"  # for ever: nothing collects it
     workspaces = list((repo / ".dvc/tmp/exps").glob("tmp*"))
     assert len(workspaces) == 1  # the result lives only there
