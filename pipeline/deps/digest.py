@@ -20,8 +20,9 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from pipeline import io, paths
+from pipeline import paths
 from pipeline.deps.plan import code_files
+from pipeline.deps.slices import sync
 from pipeline.params import Params
 
 
@@ -46,18 +47,7 @@ def digests(root: Path, params: Params) -> dict[str, str]:
 
 
 def write(root: Path, params: Params) -> int:
-    """Write ``data/code/<name>.txt`` for every digest (a file whose text is unchanged is not
-    touched; one no stage module has any more is removed); how many changed."""
-    folder = root / paths.CODE
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write ``data/code/<name>.txt`` for every digest (`slices.sync`: a file whose text is
+    unchanged is not touched; one no stage module has any more is removed); how many changed."""
     wanted = {f"{name}.txt": text for name, text in digests(root, params).items()}
-    changed = 0
-    for name, text in wanted.items():
-        path = folder / name
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            io.write_text(text, path)
-            changed += 1
-    for stale in (p for p in folder.iterdir() if p.name not in wanted):
-        stale.unlink()
-        changed += 1
-    return changed
+    return sync(root / paths.CODE, wanted)

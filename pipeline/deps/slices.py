@@ -183,12 +183,11 @@ def read(path: Path) -> dict[str, Any]:
     return dict(tree)
 
 
-def write(root: Path, raw: Mapping[str, Any]) -> int:
-    """Write ``data/params/<stage>.yaml`` for every stage (a file whose text is unchanged is
-    not touched; one no stage has any more is removed); how many changed."""
-    folder = root / FOLDER
+def sync(folder: Path, wanted: Mapping[str, str]) -> int:
+    """``folder`` holding exactly ``wanted`` (file name → text): a file whose text is
+    unchanged is not touched, one not wanted is removed; how many changed. The params
+    slices' and the code digests' writer (`write`, `pipeline.deps.digest.write`)."""
     folder.mkdir(parents=True, exist_ok=True)
-    wanted = {f"{stage}.yaml": text(v) for stage, v in slices(raw).items()}
     changed = 0
     for name, body in wanted.items():
         path = folder / name
@@ -199,6 +198,11 @@ def write(root: Path, raw: Mapping[str, Any]) -> int:
         stale.unlink()
         changed += 1
     return changed
+
+
+def write(root: Path, raw: Mapping[str, Any]) -> int:
+    """Write ``data/params/<stage>.yaml`` for every stage (`sync`); how many changed."""
+    return sync(root / FOLDER, {f"{stage}.yaml": text(v) for stage, v in slices(raw).items()})
 
 
 def dep(stage: str) -> str:
