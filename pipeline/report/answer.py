@@ -21,7 +21,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.report.claims import Claim, Verdict, verdicts
-from pipeline.report.frontier import curve, placement, point, row, series
+from pipeline.report.frontier import curve, detected_doses, frontier_series, placement, point
 from pipeline.report.verdict_rule import SCOPES, VerdictRule, scope_reading
 
 TITLE = "What the default found"
@@ -62,7 +62,7 @@ def scope_word(v: Verdict, rule: VerdictRule, good: int, key: str,
 def places(cmp: pl.DataFrame, post_cmp: pl.DataFrame | None,
            post: Mapping[str, Mapping[str, Any]], k: int) -> dict[str, str]:  # fmt: skip
     """Each trained method's place against the frontier (the first series of ≥ 3 entries)."""
-    frontier = next((g for g in series(post) if len(g) >= 3), None)
+    frontier = frontier_series(post)
     if post_cmp is None or frontier is None:
         return {}
     fair, mrr = f"NFaiRR@{k}", f"MRR@{k}"
@@ -79,11 +79,11 @@ def places(cmp: pl.DataFrame, post_cmp: pl.DataFrame | None,
 def positive_control(post_cmp: pl.DataFrame | None, post: Mapping[str, Mapping[str, Any]],
                      k: int) -> str:  # fmt: skip
     """The positive control in a clause: the smallest λ of the frontier detected."""
-    frontier = next((g for g in series(post) if len(g) >= 3), None)
+    frontier = frontier_series(post)
     if post_cmp is None or frontier is None:
         return ""
     fair = f"NFaiRR@{k}"
-    hits = [(n, r) for n in frontier if (r := row(post_cmp, n, fair)) and r.get("significant")]
+    hits = detected_doses(post_cmp, frontier, fair)
     base = post[frontier[0]].get("base")
     if not hits:
         return (f"The positive control (re-ranking `{base}`'s own scores by neutrality) was "

@@ -54,6 +54,19 @@ def series(post: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
     return [sorted(g, key=lambda n: float(post[n].get(LAMBDA, 0.0))) for g in groups.values()]
 
 
+def frontier_series(post: Mapping[str, Mapping[str, Any]]) -> list[str] | None:
+    """The frontier: the first `series` of at least three entries (None without one)."""
+    return next((g for g in series(post) if len(g) >= 3), None)
+
+
+def detected_doses(
+    cmp: pl.DataFrame, names: Sequence[str], metric: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """``(entry, its row)`` of the entries ``names`` whose ``metric`` differs from the base
+    beyond noise, in their order (the positive control's doses that were detected)."""
+    return [(n, r) for n in names if (r := row(cmp, n, metric)) and r.get("significant")]
+
+
 def row(cmp: pl.DataFrame, name: str, metric: str) -> dict[str, Any] | None:
     """The comparison row of ``name`` and ``metric`` (None when absent)."""
     rows = cmp.filter((pl.col("method") == name) & (pl.col("metric") == metric))

@@ -11,7 +11,17 @@ from typing import Any
 import polars as pl
 from matplotlib.figure import Figure
 
-from pipeline.report.frontier import LAMBDA, Point, curve, placement, point, row, series
+from pipeline.report.frontier import (
+    LAMBDA,
+    Point,
+    curve,
+    detected_doses,
+    frontier_series,
+    placement,
+    point,
+    row,
+    series,
+)
 
 FAIRNESS = "NFaiRR@{k}"
 """The fairness metric of the dose-response and the frontier (the primary one)."""
@@ -70,7 +80,7 @@ def control_line(cmp: pl.DataFrame, names: Sequence[str], base: str, k: int) -> 
     """The positive control in one sentence: the smallest λ detected and the MDE."""
     fair = FAIRNESS.format(k=k)
     rows = [(n, row(cmp, n, fair)) for n in names]
-    hits = [(n, r) for n, r in rows if r is not None and r.get("significant")]
+    hits = detected_doses(cmp, names, fair)
     missed = [n for n, r in rows if r is not None and detected(r).startswith("no, ≥")]
     if not hits:
         return (f"**Positive control: not detected.** No λ of this series moves {fair} beyond "
@@ -277,7 +287,7 @@ def post_report(
             named = pl.format("{}.{}", pl.lit(prefix), "metric").alias("metric")
             rows.append(c.with_columns(named))
     out = pl.concat(rows).filter(pl.col("method") != baseline)
-    frontier = next((g for g in series(post) if len(g) >= 3), None)
+    frontier = frontier_series(post)
     fig = None if frontier is None else frontier_figure(cmp, post_cmp, frontier, post, k,
                                                         reference=[baseline])  # fmt: skip
     return md, out, fig
