@@ -37,9 +37,10 @@ from pipeline.config import key_of
 
 ENV = "PIPELINE_WITNESS"
 T = TypeVar("T")
-HIDDEN = {"sources", "families", "metrics", "config"}
+HIDDEN = {"sources", "families", "metrics", "config", "ordering_keys"}
 """Fields holding a plug-in dict or config whose entries params.yaml puts one level up
-(``dataset.sources[s]`` is ``dataset.<s>``, ``post.<e>.config.lambda_`` is ``post.<e>.lambda``)."""
+(``dataset.sources[s]`` is ``dataset.<s>``, ``post.<e>.config.lambda_`` is ``post.<e>.lambda``,
+``methods.<m>.ordering_keys[k]`` is ``methods.<m>.<k>``)."""
 RENAMED = {"terms": "loss"}
 ROOTS = ("pipeline", "stages")
 NEWLOCALS = inspect.CO_NEWLOCALS
@@ -111,20 +112,25 @@ def _getattribute(self: Any, name: str) -> Any:
     return value
 
 
+def _section(items: dict[Any, Any], path: str) -> _Recording:
+    out = _Recording(items)
+    out.path = path
+    _paths[id(out)] = path
+    return out
+
+
 def _wrap(value: Any, path: str) -> Any:
     """``value`` registered under ``path``: dicts become recording, dataclasses patched."""
     if isinstance(value, dict) and value:  # an empty one is a leaf: its reads are recorded
-        out = _Recording({k: _wrap(v, _join(path, str(k))) for k, v in value.items()})
-        out.path = path
-        _paths[id(out)] = path
-        return out
+        return _section({k: _wrap(v, _join(path, str(k))) for k, v in value.items()}, path)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
             if f.name in RENAMED:
                 continue  # the loss terms: one key, the list
             inner = path if f.name in HIDDEN else _join(path, key_of(f.name))
             child = object.__getattribute__(value, f.name)
-            wrapped = _wrap(child, inner)
+            empty = f.name in HIDDEN and child == {}  # its lookups: keys one level up
+            wrapped = _section({}, inner) if empty else _wrap(child, inner)
             if wrapped is not child:
                 object.__setattr__(value, f.name, wrapped)
         cls = type(value)

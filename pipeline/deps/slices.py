@@ -12,8 +12,10 @@ change to a key no stage reads reruns ``params`` alone (seconds).
 ``KEYS`` holds templates per stage: ``{key}`` is the stage's item (a method, a ``post:``
 entry, an evaluated row), ``{ordering}`` the method's ordering, ``{base}`` the ``post:``
 entry's base, ``{source}`` / ``{transfer}`` the sections of ``dataset.name`` /
-``transfer.name`` (``dataset.grep_biasir``), ``{family}`` ``model.arch``. A key is a leaf or
-a section (its leaves); ``section!a,b`` is the section without keys ``a`` and ``b``.
+``transfer.name`` (``dataset.grep_biasir``), ``{family}`` ``model.arch``, ``{method_key}``
+each per-method key the method's ordering declares (its record's ``method_keys``:
+``direction``). A key is a leaf or a section (its leaves); ``section!a,b`` is the section
+without keys ``a`` and ``b``.
 ``EXEMPT`` keys change how a stage runs, never its outputs, and are in no slice.
 
 The run-time witness (`pipeline.witness`) checks the table: on the tiny profile every key
@@ -64,10 +66,11 @@ KEYS: dict[str, tuple[str, ...]] = {
     "transfer_data": ("transfer.name", "dataset.{transfer}", *SCORE, "candidates.b",
                       "candidates.fill_seed", "candidates.k1", "candidates.top_k"),
     "features": (*MODEL, "train.seed", "train.threads"),
-    "order": ("methods.{key}.ordering", "methods.{key}.psi", "methods.{key}.direction",
+    "order": ("methods.{key}.ordering", "methods.{key}.psi", "methods.{key}.{method_key}",
               "methods.{key}.ordering_params", "orderings.{ordering}", "train.group_size",
               "train.seed", "train.seeds"),
-    "train": ("methods.{key}", *RANKER, "train!workers"),
+    "train": ("methods.{key}", *RANKER, "train!workers", "orderings.{ordering}",
+              "dataset.{source}.folds", "dataset.{source}.max_queries"),
     "rerank_zero_shot": (*RANKER, "methods.zero-shot", "post.zero-shot"),
     "post": ("post.{key}", *RUN_OF),
     "evaluate@method": (*PROFILE, *TRAINED, "post.{key}"),
@@ -146,12 +149,23 @@ def keys(template: str, raw: Mapping[str, Any], item: Mapping[str, str]) -> tupl
     return key, {d for d in drop.split(",") if d}
 
 
+def expand(templates: tuple[str, ...], item: Mapping[str, str]) -> Iterator[str]:
+    """``templates`` with ``{method_key}`` replaced by each of the ordering's method keys."""
+    for template in templates:
+        if "{method_key}" not in template:
+            yield template
+            continue
+        record = plugins.record("ordering", item["ordering"])
+        for k in getattr(record, "method_keys", ()):
+            yield template.replace("{method_key}", k)
+
+
 def slice_of(
     raw: Mapping[str, Any], templates: tuple[str, ...], item: Mapping[str, str]
 ) -> dict[str, Any]:
     """``{dotted leaf: value}`` of the keys ``templates`` name (``EXEMPT`` left out)."""
     out: dict[str, Any] = {}
-    for template in templates:
+    for template in expand(templates, item):
         key, drop = keys(template, raw, item)
         _, value = _get(raw, key)
         for leaf, v in _flat(key, value, frozenset(drop)):
@@ -163,7 +177,7 @@ def slice_of(
 def held(raw: Mapping[str, Any]) -> dict[str, list[tuple[str, set[str]]]]:
     """``{stage: [(key, its dropped keys)]}``: the keys each stage's slice holds, resolved
     (a section's keys params.yaml leaves out included: adding one changes the slice)."""
-    return {stage: [keys(t, raw, item) for t in KEYS[entry]]
+    return {stage: [keys(t, raw, item) for t in expand(KEYS[entry], item)]
             for stage, entry, item in stage_items(raw)}  # fmt: skip
 
 

@@ -11,9 +11,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline import paths
+
+if TYPE_CHECKING:
+    from pipeline.params import Params
 
 
 class CardError(ValueError):
@@ -56,20 +59,22 @@ class Training:
 
 
 def training_of(
-    method: str, fold: int, root: Path = Path("."), seed: int | None = None
-) -> Training:
+    method: str, fold: int, root: Path = Path("."), seed: int | None = None,
+    params: Params | None = None,
+) -> Training:  # fmt: skip
     """:class:`Training` of ``method``'s fold ``fold`` model of ``seed`` (default: the first
-    kept) from ``params.yaml`` (loaded into its typed configs) and ``data/queries.parquet``
+    kept) from ``params`` (default: ``params.yaml`` loaded into its typed configs; a stage
+    passes its own, so the witness sees what the card reads) and ``data/queries.parquet``
     (query counts left out when the data are not there)."""
     from pipeline.data import get_source  # params imports the model families' config
     from pipeline.params import load_params
 
-    params = load_params(root / "params.yaml")
+    params = params if params is not None else load_params(root / "params.yaml")
     entry = params.methods[method]
     ordering = params.orderings.get(entry.ordering)
     source = params.dataset.source
     dataset = {"name": params.dataset.name, "section": get_source(params.dataset.name).section,
-               **dataclasses.asdict(source)}  # fmt: skip
+               "max_queries": getattr(source, "max_queries", None)}  # fmt: skip
     folds = params.dataset.folds
     n_train = n_test = None
     queries = root / paths.DATA / "queries.parquet"

@@ -36,6 +36,7 @@ from pipeline.models._card_training import (
 
 if TYPE_CHECKING:
     from pipeline.models.family import Family
+    from pipeline.params import Params
 
 HEADLINE_CUTOFF = 10
 
@@ -155,13 +156,13 @@ def card(
 
 
 def write_training_card(folder: Path, method: str, fold: int, seed: int,
-                        root: Path = Path(".")) -> None:  # fmt: skip
+                        root: Path = Path("."), params: Params | None = None) -> None:  # fmt: skip
     """The card a trained fold model is saved with (``train@<method>``): its method, seed,
     fold and training settings; the measured numbers come later (`evaluate@`, `export`).
     A model of a seed that is not kept (``train.keep_models: first``) keeps the plain card."""
     meta = json.loads((folder / "ranker.json").read_text())
     try:
-        t = training_of(method, fold, root, seed)
+        t = training_of(method, fold, root, seed, params)
     except CardError:
         return
     (folder / "README.md").write_text(card(meta, method, (), t, folder))

@@ -199,7 +199,7 @@ def train_job(ctx: MethodContext, job: Job, sink: StepSink | None) -> Result:
         return Result(curve, prep.runs.get("weak"), seconds=clock.seconds)
     with clock("save"):
         ranker.save(ctx.out / job.name)
-        write_training_card(ctx.out / job.name, method, job.fold, job.seed)  # how it trained
+        write_training_card(ctx.out / job.name, method, job.fold, job.seed, params=params)
         clear_checkpoint(ckpt)
     run = moved = None
     if job.test is not None:
