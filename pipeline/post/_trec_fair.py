@@ -21,7 +21,8 @@ the track's Task 1 and Task 2 submission files (Ekstrand, Das, Burke, Diaz, Raj,
   with P ∝ exp(s̃/T) over the per-query z-scored base scores (`sample_rankings`, the sampler
   the project's Task 2 metric evaluates, seeded per query), 100 rankings of 20; T is the grid
   value with the lowest mean expected group under-exposure (`trecfair.L2UEXP`, the track's
-  `under.py`) over the training queries, the smaller T on a tie (nearer the base ranking).
+  `under.py`) over the training queries (the command: the extract's `train` split,
+  `dataset.trec_fair_2022` defaults), the smaller T on a tie (nearer the base ranking).
 
 Why not a `PostProcessor` record: a record maps a run and the Ψ/ζ/F-M-N attributes of
 `data/doc_scores.parquet` to a run and never reads qrels; these methods need the track's

@@ -104,6 +104,16 @@ def test_greedy_picks_by_hand() -> None:
     assert objective(list("abcd"), REL, dims) == pytest.approx(0.98882, abs=1e-5)
 
 
+def test_the_greedy_is_myopic() -> None:
+    """The limitation docs/decisions.md states: with d in y instead of x, the greedy still
+    takes a, c, b (its first three choices do not look at d), and the non-relevant d at rank 4
+    adds y exposure: the full list scores 0.98894 < the base order's 0.99957."""
+    dims = dims_of(GROUPS | {"d": "y"})
+    assert tfp.greedy_order(list("abcd"), REL, dims) == [0, 2, 1, 3]
+    assert objective(list("acbd"), REL, dims) == pytest.approx(0.98894, abs=1e-5)
+    assert objective(list("abcd"), REL, dims) == pytest.approx(0.99957, abs=1e-5)
+
+
 def test_greedy_objective_is_the_metrics_on_every_prefix() -> None:
     """The greedy's incremental sums give, at each rank, the choice that maximises
     `task1_ndcg × task1_awrf` (brute force over the remaining documents)."""
