@@ -52,9 +52,9 @@ anything else) is named in one line, with where it breaks and the fix; nothing i
 changed (exit 2). Without ``--fix`` it only reports (exit 1 when something needs repair).
 ``--fix`` holds DVC's repository lock while it repairs, so no DVC command starts meanwhile;
 a repair that fails (the cache's disk still full) is reported as ``FAILED`` (exit 1). The
-train stage calls :func:`sweep_checkpoints` at its start, so stale checkpoints of other
-methods also go without the doctor. The table of these states, each with the test that
-makes it, is in the README's "Troubleshooting".
+train stage calls `pipeline.doctor_checkpoints.sweep_checkpoints` at its start, so stale
+checkpoints of other methods also go without the doctor. The table of these states, each
+with the test that makes it, is in the README's "Troubleshooting".
 """
 
 from __future__ import annotations
@@ -67,36 +67,24 @@ import os
 import shutil
 import subprocess
 import sys
-import zipfile
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from pipeline import io, paths
+from pipeline import io
+from pipeline.doctor_checkpoints import (
+    Finding,
+    checkpoint_findings,
+    delete_paths,
+)
 from pipeline.errors import PipelineError
 
 log = logging.getLogger("pipeline.doctor")
 
-CHECKPOINTS = paths.CHECKPOINTS.as_posix()
-CKPT = "checkpoint.pt"
 RWLOCKS = (".dvc/tmp/rwlock", ".dvc/tmp/exps/rwlock")
 EXPS = ".dvc/tmp/exps"
-
-
-@dataclass
-class Finding:
-    """One thing found: what is wrong (``what``), what ``--fix`` does (``repair``) and the
-    repair itself (``None``: reported only, nothing to repair)."""
-
-    what: str
-    repair: str = ""
-    fix: Callable[[], None] | None = None
-    then: Sequence[str] = ()  # a command the repair runs once DVC's lock is released
-    failed: str = ""
-    """Why ``fix`` failed (``--fix``), else empty."""
 
 
 # -- 1. running DVC processes -------------------------------------------------------------
@@ -442,118 +430,7 @@ def _commit(root: Path, u: Any) -> None:
             )
 
 
-# -- 5. checkpoints -------------------------------------------------------------------------
-
-
-def checkpoint_findings(root: Path, skip: str | None = None) -> list[Finding]:
-    """Stale checkpoints under ``checkpoints/`` (module docstring, item 4); ``skip``: a
-    method whose checkpoints are in use (the train stage calling :func:`sweep_checkpoints`)."""
-    folder = root / CHECKPOINTS
-    methods = sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
-    methods = [m for m in methods if m.name != skip]
-    if not methods:
-        return []
-    out = []
-    status = _train_status(root, [m.name for m in methods])
-    for method in methods:
-        rel = method.relative_to(root)
-        temps = sorted(method.rglob("*.tmp"))
-        state = status[method.name]
-        if state == "resumable":
-            out += _resumable(root, method, temps)
-            continue
-        out.append(_delete(root, [method], f"{rel}: stale checkpoints ({state})"))
-    return out
-
-
-def _resumable(root: Path, method: Path, temps: list[Path]) -> list[Finding]:
-    """The checkpoints of a stage that will run: its usable ones are kept and reported (the
-    stage resumes from them); unfinished ``.tmp`` files and checkpoint files that are not a
-    complete ``torch.save`` archive are deleted. Without a usable checkpoint nothing is
-    resumed: the folder goes, and the report says the stage trains from its first step."""
-    rel = method.relative_to(root)
-    files = sorted(method.rglob(CKPT))
-    usable = [p for p in files if zipfile.is_zipfile(p)]  # torch.save writes a zip archive
-    broken = [p for p in files if p not in usable]
-    if not usable:
-        parts = [f"{len(temps)} unfinished .tmp files of a killed writer" if temps else "",
-                 f"{len(broken)} unreadable {CKPT}" if broken else ""]  # fmt: skip
-        held = " and ".join(p for p in parts if p) or "nothing"
-        return [_delete(root, [method], f"{rel}: no usable checkpoint (it holds {held}), so "
-                        f"the next `dvc repro` trains train@{method.name} from its first "
-                        "step")]  # fmt: skip
-    out = []
-    if temps or broken:
-        what = f"{rel}: {len(temps)} unfinished checkpoint files of a killed writer" + (
-            f" and {len(broken)} unreadable {CKPT}" if broken else ""
-        )
-        out.append(_delete(root, [*temps, *broken], what))
-    found = ", ".join(str(p.parent.relative_to(method)) for p in usable)
-    out.append(Finding(f"{rel}: resumable checkpoints ({found}); the next `dvc repro` "
-                       f"resumes train@{method.name} from them"))  # fmt: skip
-    return out
-
-
-def _delete(root: Path, paths: list[Path], what: str) -> Finding:
-    """A finding whose repair deletes ``paths`` (then ``checkpoints/`` itself when empty)."""
-
-    def remove() -> None:
-        for p in paths:
-            shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
-        top = root / CHECKPOINTS
-        if top.is_dir() and not any(top.iterdir()):
-            top.rmdir()
-
-    names = [str(p.relative_to(root)) for p in paths]
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    return Finding(what, f"delete {shown}", remove)
-
-
-def _train_status(root: Path, methods: list[str]) -> dict[str, str]:
-    """Per method, ``resumable`` or why its checkpoints are stale, from the ``train@<method>``
-    stage of ``dvc.yaml`` and its ``dvc.lock`` entry. DVC's own stage and output status calls
-    take its repository lock, which a running ``dvc repro`` holds while the train stage calls
-    this; the same checks are made here directly, without the lock (read only)."""
-    from dvc.exceptions import DvcException
-    from dvc.repo import Repo
-
-    out = {}
-    with Repo(str(root)) as repo:
-        for m in methods:
-            try:  # the full path: a bare name would be looked up in the working directory
-                (stage,) = repo.stage.collect(f"{root / 'dvc.yaml'}:train@{m}")
-            except DvcException:
-                out[m] = f"no stage train@{m} in dvc.yaml: the method was removed"
-                continue
-            changed = (
-                stage.changed_stage()
-                or any(dep.status() for dep in stage.deps)
-                or any(o.status() for o in stage.outs)
-            )
-            out[m] = (
-                "resumable"
-                if changed
-                else f"train@{m} is up to date: its outputs are in place (DVC restored them "
-                "from its cache), so they will never be resumed"
-            )
-    return out
-
-
-def sweep_checkpoints(keep: str, root: Path | None = None) -> None:
-    """Delete other methods' stale checkpoints (the train stage calls it first). Quiet and
-    cheap when there are none; a failure is a warning: housekeeping never stops training."""
-    here = (root or Path.cwd()).resolve()
-    folder = here / CHECKPOINTS
-    if not folder.is_dir() or not any(p.name != keep for p in folder.iterdir()):
-        return
-    try:
-        for f in checkpoint_findings(here, skip=keep):
-            if f.fix is not None:
-                f.fix()
-                log.info("removed %s", f.what)
-    except Exception as e:  # e.g. a damaged dvc.lock: the doctor reports it
-        log.warning("could not check other methods' checkpoints (%s); `python -m "
-                    "pipeline.doctor` reports them", e)  # fmt: skip
+# -- 5. checkpoints: pipeline/doctor_checkpoints.py ----------------------------------------
 
 
 # -- 6. the experiment queue ------------------------------------------------------------------
@@ -614,6 +491,7 @@ def _finished(root: Path, queue: Any, entry: Any, name: str) -> Finding | None:
         "collect it (`dvc exp show` then lists it with its metrics, `dvc queue status` says "
         "Success), then delete its temporary workspace",
         functools.partial(doctor_queue.collect, root, entry.stash_rev, _task_ids(queue, entry)),
+        about=_rel(root, Path(info.root_dir)),
     )
 
 
@@ -645,13 +523,13 @@ def workspace_findings(root: Path) -> list[Finding]:
     kept = [Finding(f"{_rel(root, d)} holds experiment results the repository lacks "
                     f"({', '.join(refs)})", "copy them into the repository (`dvc exp show` "
                     "lists them), then delete the workspace",
-                    functools.partial(_fetch_and_delete, root, d, refs))
+                    functools.partial(_fetch_and_delete, root, d, refs), about=_rel(root, d))
             for d, refs in held.items()]  # fmt: skip
     left = [d for d in left if d not in held]
     if not left:
         return kept
     size = io.size_text(sum(_size(d) for d in left))
-    return [*kept, _delete(root, left, f"{EXPS}: {len(left)} temporary workspaces of queued "
+    return [*kept, delete_paths(root, left, f"{EXPS}: {len(left)} temporary workspaces of queued "
                     f"experiments ({size}) that no process uses: their queue worker was "
                     "killed, and DVC deletes them only when the experiment ends")]  # fmt: skip
 
@@ -713,6 +591,8 @@ def diagnose(root: Path, fix: bool) -> tuple[list[Finding], list[Finding]]:
             notes.append(Finding(f"{later[check]}: checked once the problems above are repaired"))
             continue
         for f in check(root):
+            if f.about and f.about in {g.about for g in problems}:
+                continue  # found by an earlier check (its repair covers it)
             (problems if f.fix else notes).append(f)
             if fix and f.fix:
                 try:

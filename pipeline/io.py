@@ -162,6 +162,13 @@ def write_table(df: pl.DataFrame | pa.Table, path: str | Path, schema: Schema) -
         pq.write_table(table, tmp, compression="zstd")
 
 
+REPAIR = (
+    "Run `python -m pipeline.doctor --fix` (with hard links a file changed in place changes "
+    "its DVC cache copy too, which `dvc repro` would restore; the doctor finds it and reruns "
+    "the stage that wrote it), then `dvc repro`."
+)
+
+
 def parquet_columns(path: str | Path) -> list[str]:
     """Column names of a Parquet artifact, from its footer alone (nothing else is read)."""
     p = _existing(path)
@@ -169,8 +176,7 @@ def parquet_columns(path: str | Path) -> list[str]:
         return list(pq.read_schema(p).names)
     except (pa.ArrowInvalid, OSError) as e:
         raise ArtifactError(
-            f"{p}: not a readable Parquet file ({e}); it may be truncated. "
-            "Delete it and rerun `dvc repro`."
+            f"{p}: not a readable Parquet file ({e}); it may be truncated. {REPAIR}"
         ) from e
 
 
@@ -181,8 +187,7 @@ def read_table(path: str | Path, schema: Schema) -> pl.DataFrame:
         table = pq.read_table(p)
     except (pa.ArrowInvalid, OSError) as e:
         raise ArtifactError(
-            f"{p}: not a readable Parquet file ({e}); it may be truncated. "
-            "Delete it and rerun `dvc repro`."
+            f"{p}: not a readable Parquet file ({e}); it may be truncated. {REPAIR}"
         ) from e
     out = pl.from_arrow(validate(table, schema, str(p)))
     assert isinstance(out, pl.DataFrame)
@@ -267,9 +272,7 @@ def ir_metadata_lines(metadata: Mapping[str, Any]) -> list[str]:
 
 
 _TREC_COLUMNS = ["query_id", "q0", "doc_id", "file_rank", "score", "tag"]
-_TREC_FORMAT = (
-    "expected 6 whitespace-separated fields `qid Q0 docid rank score tag` per line"
-)
+_TREC_FORMAT = "expected 6 whitespace-separated fields `qid Q0 docid rank score tag` per line"
 # Six fields separated by any run of spaces or tabs (as trec_eval, ir_measures, ranx and
 # pytrec_eval read them); a line with fewer or more fields matches nothing (null columns).
 _TREC_LINE = r"^\s*" + r"\s+".join([r"(\S+)"] * 6) + r"\s*$"

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Sequence
 
 from pipeline import io, paths, schemas
-from pipeline.doctor import sweep_checkpoints
+from pipeline.doctor_checkpoints import sweep_checkpoints
 from pipeline.models.features import load_features
 from pipeline.params import get_method
 from pipeline.rerank import write_runs

@@ -237,7 +237,7 @@ STAGE_CASES: list[tuple[str, Breaker, tuple[str, ...], str]] = [
         "data/candidates.parquet",
         _truncate,
         ("stages.evaluate", "baseline"),
-        r"data/candidates\.parquet: not a readable Parquet file .*rerun `dvc repro`",
+        r"data/candidates\.parquet: not a readable Parquet file .*doctor --fix.*dvc repro",
     ),
     (
         "runs/baseline/run.parquet",

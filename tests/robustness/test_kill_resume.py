@@ -174,10 +174,6 @@ def test_sigkill_anywhere_then_rerun_is_byte_identical(campaign: Campaign) -> No
                 time.monotonic() - started, sorted({n.splitlines()[0] for n in notes}))  # fmt: skip
 
 
-@pytest.mark.xfail(reason="known since the merge of issue 42 (closing note): DVC reruns "
-                   "train@baseline instead of restoring it from its run-cache in this test; "
-                   "not yet diagnosed (the outputs are the same: a rerun, not a wrong result)",
-                   strict=False)  # fmt: skip
 def test_checkpoint_left_when_dvc_restores_the_stage_is_removed(
     campaign_repo: Path, tmp_path: Path
 ) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import doctor
+from pipeline import doctor, doctor_checkpoints
 from tests.stages.conftest import run
 
 pytestmark = pytest.mark.slow  # a real (tiny) dvc repro
@@ -245,9 +245,10 @@ def test_temporary_workspaces_of_killed_queued_experiments_are_deleted(repo: Pat
 def test_the_train_stage_sweeps_only_other_methods_stale_checkpoints(repo: Path) -> None:
     for method in ("m", "other"):
         (repo / "checkpoints" / method / "fold-0").mkdir(parents=True)
-    doctor.sweep_checkpoints(keep="other", root=repo)
+    doctor_checkpoints.sweep_checkpoints(keep="other", root=repo)
     assert sorted(p.name for p in (repo / "checkpoints").iterdir()) == ["other"]
-    doctor.sweep_checkpoints(keep="other", root=repo)  # nothing else: quiet, no DVC call
+    # nothing else: quiet, no DVC call
+    doctor_checkpoints.sweep_checkpoints(keep="other", root=repo)
 
 
 def test_nothing_is_checked_or_changed_while_dvc_runs(repo: Path, tmp_path: Path) -> None:
