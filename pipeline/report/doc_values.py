@@ -25,7 +25,14 @@ from typing import Any
 
 import yaml
 
-from pipeline.report.stage_graph import params_table, rerun_text, reruns, stages, upstream
+from pipeline.report.stage_graph import (
+    params_table,
+    plugin_table,
+    rerun_text,
+    reruns,
+    stages,
+    upstream,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 VALUE = re.compile(r"<!-- value ([\w.@+:-]+) -->(.*?)<!-- /value -->", re.S)  # a table: lines
@@ -207,6 +214,7 @@ def _exp_files(root: Path) -> str:
 SOURCES: dict[str, Callable[[Path], str]] = {
     # what each params setting reruns (the params slices, pipeline/deps/slices.py)
     "dvc.params_table": params_table,
+    "dvc.plugin_table": plugin_table,
     # the default run from an empty cache (benchmarks/results/repro.jsonl)
     "repro.minutes": lambda r: f"{_repro(r)['total_s'] / 60:.1f}",
     "repro.minutes_round": lambda r: f"{_repro(r)['total_s'] / 60:.0f}",

@@ -97,8 +97,23 @@ def reruns(root: Path, key: str) -> list[str]:
     key of it, or a section holding one: `pipeline.deps.slices`) and every stage downstream
     of their outputs (dvc.yaml's graph); the `params` stage, which checks every change,
     left out."""
+    return downstream(root, readers(root, key))
+
+
+def digest_readers(root: Path, file: str) -> list[str]:
+    """The stages whose code digest (``data/code/<stage>.txt`` or the one of its `foreach`
+    family, written by the `params` stage) lists the project file `file`, in dvc.yaml's
+    order."""
+    listed = {p.stem for p in (root / "data/code").glob("*.txt")
+              if file in {ln.split(None, 1)[-1] for ln in p.read_text().splitlines()}}  # fmt: skip
+    # a digest per stage (`train@baseline.txt`) or one a `foreach` family shares (`post.txt`)
+    return [n for n in stages(root) if n in listed or n.split("@")[0] in listed]
+
+
+def downstream(root: Path, names: Sequence[str]) -> list[str]:
+    """`names` and every stage downstream of their outputs, in dvc.yaml's order."""
     graph = stages(root)
-    ran = readers(root, key)
+    ran = list(names)
     changed = True
     while changed:
         outs = {o for n in ran for o in _paths(graph[n].get("outs", []))}
@@ -169,6 +184,42 @@ ROWS = (
 )
 """The rows of the "Which stages run" table: one setting of each params section and plug-in
 kind, a key of the default params.yaml as its example."""
+PLUGIN_ROWS = (("loss", "penalty"), ("ordering", "curriculum"), ("model family", "bi_encoder"),
+               ("source", "genderbias-qa"), ("metric", "nfairr"),
+               ("post", "score_shift"))  # fmt: skip
+"""One record of each plug-in kind (`pipeline.plugins`) for the table of what editing its
+file reruns."""
+
+
+def record_file(kind: str, name: str) -> str:
+    """The project file holding plug-in ``kind``'s record ``name`` (its module's ``RECORD``,
+    or a value of its ``RECORDS`` table: `pipeline.config.collect`)."""
+    import importlib
+    import pkgutil
+
+    from pipeline import plugins
+
+    package = importlib.import_module(plugins.PACKAGES[kind])
+    wanted = plugins.record(kind, name)
+    for info in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
+        module = importlib.import_module(info.name)
+        held = [getattr(module, "RECORD", None), *getattr(module, "RECORDS", {}).values()]
+        if any(r is wanted for r in held):
+            return info.name.replace(".", "/") + ".py"
+    raise LookupError(f"no module of {package.__name__} holds the {kind} record {name!r}")
+
+
+def plugin_table(root: Path) -> str:
+    """What editing one plug-in file of each kind reruns: the stages whose code digest lists
+    it, then the count with everything downstream of their outputs and the `params` stage."""
+    lines = ["", "| Plug-in file edited (kind) | Stages whose code digest lists it | Rerun |",
+             "|---|---|---|"]  # fmt: skip
+    for kind, name in PLUGIN_ROWS:
+        file = record_file(kind, name)
+        direct = digest_readers(root, file)
+        rerun = len(downstream(root, direct)) + 1
+        lines.append(f"| `{file}` ({kind}) | {_prose(root, direct)} | {rerun} |")
+    return "\n".join([*lines, ""])
 
 
 def params_table(root: Path) -> str:
