@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.deps import slices
+from pipeline.deps import records, slices
 
 
 @cache
@@ -184,38 +184,20 @@ ROWS = (
 )
 """The rows of the "Which stages run" table: one setting of each params section and plug-in
 kind, a key of the default params.yaml as its example."""
-PLUGIN_ROWS = (("loss", "penalty"), ("ordering", "curriculum"), ("model family", "bi_encoder"),
-               ("source", "genderbias-qa"), ("metric", "nfairr"),
-               ("post", "score_shift"))  # fmt: skip
-"""One record of each plug-in kind (`pipeline.plugins`) for the table of what editing its
-file reruns."""
-
-
-def record_file(kind: str, name: str) -> str:
-    """The project file holding plug-in ``kind``'s record ``name`` (its module's ``RECORD``,
-    or a value of its ``RECORDS`` table: `pipeline.config.collect`)."""
-    import importlib
-    import pkgutil
-
-    from pipeline import plugins
-
-    package = importlib.import_module(plugins.PACKAGES[kind])
-    wanted = plugins.record(kind, name)
-    for info in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
-        module = importlib.import_module(info.name)
-        held = [getattr(module, "RECORD", None), *getattr(module, "RECORDS", {}).values()]
-        if any(r is wanted for r in held):
-            return info.name.replace(".", "/") + ".py"
-    raise LookupError(f"no module of {package.__name__} holds the {kind} record {name!r}")
+PLUGIN_ROWS = (("losses", "penalty"), ("orderings", "curriculum"), ("models", "bi_encoder"),
+               ("sources", "genderbias-qa"), ("metrics", "nfairr"),
+               ("posts", "score_shift"))  # fmt: skip
+"""One record of each plug-in registry (`pipeline.deps.records.REGISTRIES`) for the table of
+what editing its file reruns."""
 
 
 def plugin_table(root: Path) -> str:
     """What editing one plug-in file of each kind reruns: the stages whose code digest lists
     it, then the count with everything downstream of their outputs and the `params` stage."""
-    lines = ["", "| Plug-in file edited (kind) | Stages whose code digest lists it | Rerun |",
+    lines = ["", "| Plug-in file edited (its registry) | Stages whose code digest lists it | Rerun |",
              "|---|---|---|"]  # fmt: skip
     for kind, name in PLUGIN_ROWS:
-        file = record_file(kind, name)
+        file = records.record_modules(kind)[name].replace(".", "/") + ".py"
         direct = digest_readers(root, file)
         rerun = len(downstream(root, direct)) + 1
         lines.append(f"| `{file}` ({kind}) | {_prose(root, direct)} | {rerun} |")
