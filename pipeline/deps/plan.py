@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 FAMILY = "pipeline/models/${model.arch}.py"
 """The model family's file, resolved by DVC from the run's params."""
 USES: dict[str, tuple[str, ...]] = {
-    "stages.extract": ("sources",),  # dataset.name picks one; -S may switch it
+    "stages.extract": ("source",),  # dataset.name's: -S switches it with the digests
     "stages.score": (),
     "stages.candidates": (),
     "stages.transfer_data": ("transfer",),  # runs the held-out source's extract

@@ -194,8 +194,8 @@ what editing its file reruns."""
 def plugin_table(root: Path) -> str:
     """What editing one plug-in file of each kind reruns: the stages whose code digest lists
     it, then the count with everything downstream of their outputs and the `params` stage."""
-    lines = ["", "| Plug-in file edited (its registry) | Stages whose code digest lists it | Rerun |",
-             "|---|---|---|"]  # fmt: skip
+    lines = ["", "| Plug-in file edited (its registry) | Stages whose code digest lists it "
+             "| Rerun |", "|---|---|---|"]  # fmt: skip
     for kind, name in PLUGIN_ROWS:
         file = records.record_modules(kind)[name].replace(".", "/") + ".py"
         direct = digest_readers(root, file)
