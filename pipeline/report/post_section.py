@@ -259,13 +259,13 @@ def _wrap(text: str, width: int) -> str:
 
 
 def post_report(
-    table: pl.DataFrame, baseline: str, post: Mapping[str, Mapping[str, Any]], cmp: pl.DataFrame,
-    k: int, *, alpha: float, correction: str, folds: pl.DataFrame | None,
+    views: Mapping[str, Mapping[str, Any]], baseline: str, post: Mapping[str, Mapping[str, Any]],
+    cmp: pl.DataFrame, k: int, *, alpha: float, correction: str, folds: pl.DataFrame | None,
 ) -> tuple[str, pl.DataFrame, Figure | None]:  # fmt: skip
-    """The entries compared with ``baseline`` over the report's table (``pipeline.report.tidy``;
-    main, judged scope, held-out collection; the entries on ``zero-shot`` shown, not tested),
-    the section's markdown, the comparison rows for comparison.csv (``judged.``/``transfer.``
-    metric prefixes) and the frontier figure."""
+    """The entries compared with ``baseline`` over the views of the report's table
+    (``pipeline.report.tidy.views``: main, judged scope, held-out collection; the entries on
+    ``zero-shot`` shown, not tested), the section's markdown, the comparison rows for
+    comparison.csv (``judged.``/``transfer.`` metric prefixes) and the frontier figure."""
     from pipeline.report import tidy
     from pipeline.report.scopes import JUDGED, scope_comparison
     from pipeline.report.significance import compare
@@ -273,14 +273,15 @@ def post_report(
 
     names = [baseline, *post]
     untested = [e for e, s in post.items() if s.get("base") == "zero-shot"]
-    per_query = tidy.per_query(table, names)
+    per_query = tidy.pick(views[tidy.ALL], names)
     if per_query is None:
-        raise InputError(f"post entries {names} have no per-query values in the report's table")
+        raise InputError(f"post entries {names}: some have no per-query values in eval/")
     post_cmp = compare(per_query, baseline, reference=untested, alpha=alpha,
                        correction=correction, folds=folds)  # fmt: skip
-    judged = scope_comparison(table, names, baseline, untested, alpha, correction,
-                              folds=folds)  # fmt: skip
-    moved = transfer_comparison(table, names, baseline, untested, alpha, correction)
+    judged = scope_comparison(views.get(JUDGED, {}), names, baseline, untested, alpha,
+                              correction, folds=folds)  # fmt: skip
+    moved = transfer_comparison(views.get(TRANSFER, {}), names, baseline, untested, alpha,
+                                correction)  # fmt: skip
     scopes = {f"over each query's judged documents ({JUDGED})": (JUDGED, judged),
               "on the held-out collection (transfer)": (TRANSFER, moved)}  # fmt: skip
     shown = {t: (prefix, c) for t, (prefix, c) in scopes.items() if c is not None}

@@ -31,13 +31,15 @@ SCOPE_OVERALL = tuple(m.key for m in placed("judged") if "{k}" not in m.key)
 
 
 def scope_comparison(
-    table: pl.DataFrame, method_names: Sequence[str], baseline: str, reference: Sequence[str],
+    scoped: Mapping[str, PerQuery], method_names: Sequence[str], baseline: str,
+    reference: Sequence[str],
     alpha: float, correction: str, scope: str = JUDGED, folds: pl.DataFrame | None = None,
 ) -> pl.DataFrame | None:  # fmt: skip
-    """The scope's comparison over the report's table (``pipeline.report.tidy``; same test
-    as the main one, ``folds``: the fold model that scored each query), or None when a
-    method was not evaluated in it (``evaluate.scopes`` without it)."""
-    per_query = tidy.per_query(table, method_names, scope)
+    """The scope's comparison (same test as the main one, ``folds``: the fold model that
+    scored each query) over ``scoped``, the scope's view of the report's table
+    (``pipeline.report.tidy.views``), or None when a method was not evaluated in it
+    (``evaluate.scopes`` without it)."""
+    per_query = tidy.pick(scoped, method_names)
     if per_query is None:
         return None
     same = _constant_columns(per_query)

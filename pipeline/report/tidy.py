@@ -89,30 +89,50 @@ def read_table(
     return table
 
 
+Views = Mapping[str, Mapping[str, PerQuery]]
+"""The table as the comparisons read it: ``scope → method → frame | seed → frame``."""
+
+
+def views(table: pl.DataFrame) -> dict[str, dict[str, PerQuery]]:
+    """Every scope's per-query frames as the evaluate stage wrote them (``query_id``,
+    [``fold``,] one column per metric, in the order read; one frame, or ``seed → frame`` for
+    a method with seed folders): one pivot per scope."""
+    return {str(s): _scope(table.filter(pl.col("scope") == s))
+            for s in table["scope"].unique(maintain_order=True)}  # fmt: skip
+
+
+def _scope(rows: pl.DataFrame) -> dict[str, PerQuery]:
+    rows = rows.with_columns(pl.col("seed").fill_null(_ONE_RUN))
+    runs = rows.group_by("method", "seed", maintain_order=True).agg(
+        pl.col("metric").unique(maintain_order=True).alias("metrics"),
+        pl.col("metric").filter("count").unique().alias("counts"),
+        pl.col("fold").is_not_null().any().alias("has_fold"),
+    )
+    wide = rows.pivot(
+        on="metric", index=["method", "seed", "query", "fold"], values="value", sort_columns=False
+    ).partition_by("method", "seed", as_dict=True, maintain_order=True)
+    out: dict[str, dict[int, pl.DataFrame]] = {}
+    for method, seed, metrics, counts, has_fold in runs.iter_rows():
+        frame = wide[(method, seed)].select(
+            pl.col("query").alias("query_id"), *([FOLD] if has_fold else []), *metrics
+        )
+        out.setdefault(method, {})[seed] = frame.with_columns(pl.col(counts).cast(pl.Int64))
+    return {m: seeds.get(_ONE_RUN, seeds) for m, seeds in out.items()}
+
+
+def pick(scope: Mapping[str, PerQuery], methods: Sequence[str]) -> dict[str, PerQuery] | None:
+    """``methods``' frames of one scope's views, in that order; null when one has none."""
+    if any(m not in scope for m in methods):
+        return None
+    return {m: scope[m] for m in methods}
+
+
 def per_query(
     table: pl.DataFrame, methods: Sequence[str], scope: str = ALL
 ) -> dict[str, PerQuery] | None:
-    """The per-query frames of ``methods`` in ``scope``, as the evaluate stage wrote them
-    (``query_id``, [``fold``,] one column per metric; one frame or ``seed → frame``); null
-    when a method has no values in ``scope``."""
-    rows = table.filter(pl.col("scope") == scope, pl.col("method").is_in(list(methods)))
-    runs = rows.with_columns(pl.col("seed").fill_null(_ONE_RUN)).partition_by(
-        "method", "seed", as_dict=True, maintain_order=True
-    )
-    out: dict[str, dict[int, pl.DataFrame]] = {}
-    for (method, seed), run in runs.items():
-        out.setdefault(str(method), {})[int(seed)] = _wide(run)
-    if any(m not in out for m in methods):
-        return None
-    return {m: out[m].get(_ONE_RUN, out[m]) for m in methods}
-
-
-def _wide(run: pl.DataFrame) -> pl.DataFrame:
-    """One run's rows back as its per-query frame (columns in the order read)."""
-    counts = run.filter("count")["metric"].unique().to_list()
-    wide = run.pivot(on="metric", index=["query", "fold"], values="value", sort_columns=False)
-    wide = wide.rename({"query": "query_id"}).with_columns(pl.col(counts).cast(pl.Int64))
-    return wide.drop(FOLD) if wide[FOLD].null_count() == wide.height else wide
+    """The per-query frames of ``methods`` in ``scope`` (`views`); null when a method has no
+    values in it."""
+    return pick(_scope(table.filter(pl.col("scope") == scope)), methods)
 
 
 def directions(table: pl.DataFrame) -> pl.DataFrame:
@@ -123,4 +143,6 @@ def directions(table: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=["metric", "direction", "lo", "hi"], orient="row")
 
 
-__all__ = ["ALL", "TIDY", "directions", "long_table", "per_query", "read_table"]
+__all__ = [
+    "ALL", "TIDY", "Views", "directions", "long_table", "per_query", "pick", "read_table", "views"
+]  # fmt: skip

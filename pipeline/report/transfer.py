@@ -5,7 +5,7 @@ compared with the baseline by the same test as the main collection, and their se
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -13,7 +13,7 @@ import polars as pl
 from pipeline.metrics import MEASURES
 from pipeline.report import tidy
 from pipeline.report.claims import DEFAULT_RULE, findings_lines
-from pipeline.report.significance import compare
+from pipeline.report.significance import PerQuery, compare
 from pipeline.report.tables import change_columns, comparison_table, direction_table
 from pipeline.report.verdict_rule import VerdictRule
 
@@ -25,12 +25,13 @@ TRANSFER_OVERALL = tuple(m.key for m in MEASURES if m.transfer and not m.per_cut
 
 
 def transfer_comparison(
-    table: pl.DataFrame, method_names: Sequence[str], baseline: str, reference: Sequence[str],
-    alpha: float, correction: str,
+    scoped: Mapping[str, PerQuery], method_names: Sequence[str], baseline: str,
+    reference: Sequence[str], alpha: float, correction: str,
 ) -> pl.DataFrame | None:  # fmt: skip
-    """The held-out collection's comparison over the report's table (``pipeline.report.tidy``;
-    same test as the main one), or null when a method was not evaluated on it."""
-    per_query = tidy.per_query(table, method_names, TRANSFER)
+    """The held-out collection's comparison (same test as the main one) over ``scoped``, its
+    view of the report's table (``pipeline.report.tidy.views``), or null when a method was
+    not evaluated on it."""
+    per_query = tidy.pick(scoped, method_names)
     if per_query is None:
         return None
     return compare(per_query, baseline, reference=reference, alpha=alpha, correction=correction)

@@ -104,7 +104,7 @@ def test_the_report_names_the_scope_as_the_evaluate_stage_writes_it() -> None:
 def test_the_report_compares_the_judged_scope_with_the_baseline(tmp_path: Path) -> None:
     from pipeline import schemas
     from pipeline.report.scopes import judged_markdown, scope_comparison
-    from pipeline.report.tidy import read_table
+    from pipeline.report.tidy import read_table, views
 
     qids = [f"q{i}" for i in range(8)]
     base = [0.5, 0.6, 0.7, 0.8] * 2
@@ -116,10 +116,10 @@ def test_the_report_compares_the_judged_scope_with_the_baseline(tmp_path: Path) 
             io.write_table(table, tmp_path / method / part / "per_query.parquet",
                            schemas.keyed_schema("pq", table, "query_id"))  # fmt: skip
     methods = list(rows)
-    table = read_table(tmp_path, [*methods, "unscoped"], scopes=("judged",))  # the one read
-    assert scope_comparison(table, [*methods, "unscoped"], "baseline", ["bm25"], 0.05,
+    judged = views(read_table(tmp_path, [*methods, "unscoped"], scopes=("judged",)))["judged"]
+    assert scope_comparison(judged, [*methods, "unscoped"], "baseline", ["bm25"], 0.05,
                             "bonferroni") is None  # fmt: skip
-    cmp = scope_comparison(table, methods, "baseline", ["bm25"], 0.05, "bonferroni")
+    cmp = scope_comparison(judged, methods, "baseline", ["bm25"], 0.05, "bonferroni")
     assert cmp is not None
     fairer = cmp.filter((pl.col("method") == "fairer") & (pl.col("metric") == "NFaiRR@10"))
     assert fairer["mean"][0] == pytest.approx(0.75)

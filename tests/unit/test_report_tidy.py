@@ -110,8 +110,12 @@ def test_the_sections_are_functions_of_the_table() -> None:
     per_query = tidy.per_query(table, ["baseline", "fairer"])
     assert per_query is not None
     main = compare(per_query, "baseline")
-    judged = scope_comparison(table, ["baseline", "fairer"], "baseline", [], 0.05, "bonferroni")
-    moved = transfer_comparison(table, ["baseline", "fairer"], "baseline", [], 0.05, "bonferroni")
+    scoped = tidy.views(table)
+    assert list(scoped) == [tidy.ALL, *SCOPES]
+    judged = scope_comparison(scoped["judged"], ["baseline", "fairer"], "baseline", [], 0.05,
+                              "bonferroni")  # fmt: skip
+    moved = transfer_comparison(scoped["transfer"], ["baseline", "fairer"], "baseline", [], 0.05,
+                                "bonferroni")  # fmt: skip
     assert judged is not None and moved is not None
     for cmp in (main, judged, moved):
         fairer = cmp.filter(pl.col("method") == "fairer").row(0, named=True)
