@@ -33,6 +33,7 @@ from typing import Any
 import polars as pl
 
 from pipeline import io, schemas
+from pipeline.report import tidy
 from pipeline.report.adversary import adversary_markdown, adversary_table
 from pipeline.report.answer import answer_markdown
 from pipeline.report.claims import DEFAULT_RULE
@@ -45,7 +46,6 @@ from pipeline.report.controls import (
 )
 from pipeline.report.family_figures import tradeoff_figure, training_figure, whiskers
 from pipeline.report.findings import findings_markdown
-from pipeline.report.inputs import load_per_query
 from pipeline.report.plots import save_png
 from pipeline.report.post_section import post_report
 from pipeline.report.ranx_export import ranx_report
@@ -224,14 +224,17 @@ def build_report(
     """
     out, written, post = Path(out_dir), [], dict(post or {})
     metrics = {m: io.read_json(Path(eval_dir) / m / "metrics.json") for m in method_names}
+    views = tidy.views(tidy.read_table(eval_dir, [*metrics], scopes=(JUDGED, TRANSFER)))
     method_names = [m for m in method_names if m not in post]
-    per_query = {m: load_per_query(eval_dir, m) for m in method_names}
+    per_query = tidy.pick(views[tidy.ALL], method_names)
+    assert per_query is not None  # read_table raises where a method has no whole-list values
     cmp = compare(
         per_query, baseline, reference=reference, alpha=alpha, correction=correction, folds=folds
     )
-    transfer = transfer_comparison(method_names, eval_dir, baseline, reference, alpha, correction)
-    judged = scope_comparison(method_names, eval_dir, baseline, reference, alpha, correction,
-                              folds=folds)  # fmt: skip
+    transfer = transfer_comparison(views.get(TRANSFER, {}), method_names, baseline, reference,
+                                   alpha, correction)  # fmt: skip
+    judged = scope_comparison(views.get(JUDGED, {}), method_names, baseline, reference, alpha,
+                              correction, folds=folds)  # fmt: skip
     untrained = next((r for r in reference if r == ZERO_SHOT and r in per_query), None)
     pairs = [p for p in control_pairs(controls or {}, baseline, untrained)
              if {p.treatment, p.control} <= set(per_query)]  # fmt: skip
@@ -271,7 +274,7 @@ def build_report(
     frontier_fig, post_rows = None, None
     if post:
         post_md, post_rows, frontier_fig = post_report(
-            eval_dir, baseline, post, cmp, k, alpha=alpha, correction=correction, folds=folds)
+            views, baseline, post, cmp, k, alpha=alpha, correction=correction, folds=folds)
         md += "\n" + post_md
         cmp = pl.concat([cmp, post_rows])
     md = _with_answer(md, main_cmp, baseline, reference, rule, k, alpha, full_info, seeds,

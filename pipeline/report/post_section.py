@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 from matplotlib.figure import Figure
 
+from pipeline.errors import InputError
 from pipeline.report.frontier import (
     LAMBDA,
     Point,
@@ -258,25 +259,29 @@ def _wrap(text: str, width: int) -> str:
 
 
 def post_report(
-    eval_dir: Any, baseline: str, post: Mapping[str, Mapping[str, Any]], cmp: pl.DataFrame,
-    k: int, *, alpha: float, correction: str, folds: pl.DataFrame | None,
+    views: Mapping[str, Mapping[str, Any]], baseline: str, post: Mapping[str, Mapping[str, Any]],
+    cmp: pl.DataFrame, k: int, *, alpha: float, correction: str, folds: pl.DataFrame | None,
 ) -> tuple[str, pl.DataFrame, Figure | None]:  # fmt: skip
-    """The entries compared with ``baseline`` (main, judged scope, held-out collection; the
-    entries on ``zero-shot`` shown, not tested), the section's markdown, the comparison rows
-    for comparison.csv (``judged.``/``transfer.`` metric prefixes) and the frontier figure."""
-    from pipeline.report.inputs import load_per_query
+    """The entries compared with ``baseline`` over the views of the report's table
+    (``pipeline.report.tidy.views``: main, judged scope, held-out collection; the entries on
+    ``zero-shot`` shown, not tested), the section's markdown, the comparison rows for
+    comparison.csv (``judged.``/``transfer.`` metric prefixes) and the frontier figure."""
+    from pipeline.report import tidy
     from pipeline.report.scopes import JUDGED, scope_comparison
     from pipeline.report.significance import compare
     from pipeline.report.transfer import TRANSFER, transfer_comparison
 
     names = [baseline, *post]
     untested = [e for e, s in post.items() if s.get("base") == "zero-shot"]
-    per_query = {m: load_per_query(eval_dir, m) for m in names}
+    per_query = tidy.pick(views[tidy.ALL], names)
+    if per_query is None:
+        raise InputError(f"post entries {names}: some have no per-query values in eval/")
     post_cmp = compare(per_query, baseline, reference=untested, alpha=alpha,
                        correction=correction, folds=folds)  # fmt: skip
-    judged = scope_comparison(names, eval_dir, baseline, untested, alpha, correction,
-                              folds=folds)  # fmt: skip
-    moved = transfer_comparison(names, eval_dir, baseline, untested, alpha, correction)
+    judged = scope_comparison(views.get(JUDGED, {}), names, baseline, untested, alpha,
+                              correction, folds=folds)  # fmt: skip
+    moved = transfer_comparison(views.get(TRANSFER, {}), names, baseline, untested, alpha,
+                                correction)  # fmt: skip
     scopes = {f"over each query's judged documents ({JUDGED})": (JUDGED, judged),
               "on the held-out collection (transfer)": (TRANSFER, moved)}  # fmt: skip
     shown = {t: (prefix, c) for t, (prefix, c) in scopes.items() if c is not None}

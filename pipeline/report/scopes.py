@@ -13,11 +13,10 @@ versions) a metric measures how a ranker orders the versions of the query's own 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import polars as pl
 
-from pipeline.report.inputs import load_per_query
+from pipeline.report import tidy
 from pipeline.report.significance import PerQuery, compare
 from pipeline.report.tables import comparison_table, placed
 
@@ -32,16 +31,17 @@ SCOPE_OVERALL = tuple(m.key for m in placed("judged") if "{k}" not in m.key)
 
 
 def scope_comparison(
-    method_names: Sequence[str], eval_dir: str | Path, baseline: str, reference: Sequence[str],
+    scoped: Mapping[str, PerQuery], method_names: Sequence[str], baseline: str,
+    reference: Sequence[str],
     alpha: float, correction: str, scope: str = JUDGED, folds: pl.DataFrame | None = None,
 ) -> pl.DataFrame | None:  # fmt: skip
     """The scope's comparison (same test as the main one, ``folds``: the fold model that
-    scored each query), or None when a method was not evaluated in it (``evaluate.scopes``
-    without it)."""
-    pattern = f"**/{scope}/per_query.parquet"
-    if not all(next((Path(eval_dir) / m).glob(pattern), None) for m in method_names):
+    scored each query) over ``scoped``, the scope's view of the report's table
+    (``pipeline.report.tidy.views``), or None when a method was not evaluated in it
+    (``evaluate.scopes`` without it)."""
+    per_query = tidy.pick(scoped, method_names)
+    if per_query is None:
         return None
-    per_query = {m: load_per_query(eval_dir, m, scope) for m in method_names}
     same = _constant_columns(per_query)
     if same:  # e.g. LIWC@k over <= k judged documents: the same for every ordering
         per_query = {m: _drop(v, same) for m, v in per_query.items()}

@@ -5,15 +5,15 @@ compared with the baseline by the same test as the main collection, and their se
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
 
 from pipeline.metrics import MEASURES
+from pipeline.report import tidy
 from pipeline.report.claims import DEFAULT_RULE, findings_lines
-from pipeline.report.inputs import load_per_query
-from pipeline.report.significance import compare
+from pipeline.report.significance import PerQuery, compare
 from pipeline.report.tables import change_columns, comparison_table, direction_table
 from pipeline.report.verdict_rule import VerdictRule
 
@@ -25,15 +25,15 @@ TRANSFER_OVERALL = tuple(m.key for m in MEASURES if m.transfer and not m.per_cut
 
 
 def transfer_comparison(
-    method_names: Sequence[str], eval_dir: str | Path, baseline: str, reference: Sequence[str],
-    alpha: float, correction: str,
+    scoped: Mapping[str, PerQuery], method_names: Sequence[str], baseline: str,
+    reference: Sequence[str], alpha: float, correction: str,
 ) -> pl.DataFrame | None:  # fmt: skip
-    """The held-out collection's comparison (same test as the main one), or null when no
-    method was evaluated on it."""
-    pattern = f"**/{TRANSFER}/per_query.parquet"
-    if not all(next((Path(eval_dir) / m).glob(pattern), None) for m in method_names):
+    """The held-out collection's comparison (same test as the main one) over ``scoped``, its
+    view of the report's table (``pipeline.report.tidy.views``), or null when a method was
+    not evaluated on it."""
+    per_query = tidy.pick(scoped, method_names)
+    if per_query is None:
         return None
-    per_query = {m: load_per_query(eval_dir, m, TRANSFER) for m in method_names}
     return compare(per_query, baseline, reference=reference, alpha=alpha, correction=correction)
 
 

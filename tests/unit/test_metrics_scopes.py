@@ -104,19 +104,22 @@ def test_the_report_names_the_scope_as_the_evaluate_stage_writes_it() -> None:
 def test_the_report_compares_the_judged_scope_with_the_baseline(tmp_path: Path) -> None:
     from pipeline import schemas
     from pipeline.report.scopes import judged_markdown, scope_comparison
+    from pipeline.report.tidy import read_table, views
 
     qids = [f"q{i}" for i in range(8)]
     base = [0.5, 0.6, 0.7, 0.8] * 2
     rows = {"bm25": [0.9] * 8, "baseline": base, "fairer": [v + 0.1 for v in base]}
-    for method, nfairr in rows.items():
+    for method, nfairr in {**rows, "unscoped": base}.items():
         frame = pl.DataFrame({"query_id": qids, "NFaiRR@10": nfairr, "MRR@10": [1.0] * 8})
         table = frame.to_arrow()
-        io.write_table(table, tmp_path / method / "judged" / "per_query.parquet",
-                       schemas.keyed_schema("pq", table, "query_id"))  # fmt: skip
+        for part in ("", "judged") if method in rows else ("",):  # unscoped: whole lists only
+            io.write_table(table, tmp_path / method / part / "per_query.parquet",
+                           schemas.keyed_schema("pq", table, "query_id"))  # fmt: skip
     methods = list(rows)
-    assert scope_comparison([*methods, "unscoped"], tmp_path, "baseline", ["bm25"], 0.05,
+    judged = views(read_table(tmp_path, [*methods, "unscoped"], scopes=("judged",)))["judged"]
+    assert scope_comparison(judged, [*methods, "unscoped"], "baseline", ["bm25"], 0.05,
                             "bonferroni") is None  # fmt: skip
-    cmp = scope_comparison(methods, tmp_path, "baseline", ["bm25"], 0.05, "bonferroni")
+    cmp = scope_comparison(judged, methods, "baseline", ["bm25"], 0.05, "bonferroni")
     assert cmp is not None
     fairer = cmp.filter((pl.col("method") == "fairer") & (pl.col("metric") == "NFaiRR@10"))
     assert fairer["mean"][0] == pytest.approx(0.75)

@@ -12,10 +12,10 @@ import pytest
 from pipeline import io, schemas
 from pipeline.report.build import (
     build_report,
-    load_per_query,
     read_curve,
     tradeoff_frame,
 )
+from pipeline.report.inputs import load_per_query
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / ".dvc" / "plots" / "scatter_labelled.json"

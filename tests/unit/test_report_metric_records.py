@@ -1,6 +1,7 @@
 """The report reads its metric keys and directions from the metric records (issue 44): a new
 metric record that places its measure in the report (``Measure.report``) reaches the
-Findings, the Controls table and the judged-scope tables with no other edit. The record is
+report's table (its key and direction), the Findings, the Controls table and the judged-scope
+tables with no other edit. The record is
 written into a copy of the `pipeline` package, as a contributor adds one file."""
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ METRIC = textwrap.dedent('''
 ''')
 REPORT = textwrap.dedent("""
     import numpy as np, polars as pl
-    from pipeline.report import claims, controls, scopes
+    from pipeline.report import claims, controls, scopes, tidy
     from pipeline.report.significance import compare
 
     rng = np.random.default_rng(0)
@@ -48,8 +49,10 @@ REPORT = textwrap.dedent("""
         return pl.DataFrame({"query_id": [f"q{i}" for i in range(40)],
                              "MRR@10": rng.uniform(0, 1, 40), "NFaiRR@10": rng.uniform(0, 1, 40),
                              "Extra@10": np.clip(rng.uniform(0, 0.5, 40) + shift, 0, 1)})
-    pq = {"baseline": {s: frame(0.0) for s in (1, 2, 3)},
-          "treat": {s: frame(0.4) for s in (1, 2, 3)}}
+    table = tidy.long_table({"baseline": {s: frame(0.0) for s in (1, 2, 3)},
+                             "treat": {s: frame(0.4) for s in (1, 2, 3)}})  # the report's table
+    print(tidy.directions(table).rows())
+    pq = tidy.views(table)[tidy.ALL]
     cmp = compare(pq, "baseline")
     print(scopes.judged_markdown(cmp, "baseline", [], [10]))
     pairs = [controls.Pair("treat", "baseline", "the test")]
@@ -84,7 +87,8 @@ def test_a_new_metric_record_reaches_findings_controls_and_the_judged_scope(
     out = subprocess.run([sys.executable, "-P", "-c", REPORT], cwd=tmp_path, env=env,
                          capture_output=True, text=True)  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
-    judged, rest = out.stdout.split("## Controls", 1)
+    records, judged, rest = out.stdout.split("\n", 1)[0], *out.stdout.split("## Controls", 1)
+    assert "('Extra@10', '↑', 0.0, 1.0)" in records  # its key and direction, from the record
     assert "| method | MRR@10 ↑ | NFaiRR@10 ↑ | Extra@10 ↑ |" in judged  # both tables
     assert judged.count("Extra@10 ↑") == 2
     (header,) = [line for line in rest.splitlines() if line.startswith("| treatment − control")]
