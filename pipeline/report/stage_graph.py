@@ -102,11 +102,14 @@ def reruns(root: Path, key: str) -> list[str]:
 
 def digest_readers(root: Path, file: str) -> list[str]:
     """The stages whose code digest (``data/code/<stage>.txt`` or the one of its `foreach`
-    family, written by the `params` stage) lists the project file `file`, in dvc.yaml's
-    order."""
-    listed = {p.stem for p in (root / "data/code").glob("*.txt")
-              if file in {ln.split(None, 1)[-1] for ln in p.read_text().splitlines()}}  # fmt: skip
-    # a digest per stage (`train@baseline.txt`) or one a `foreach` family shares (`post.txt`)
+    family, as the `params` stage writes them: `pipeline.deps.plan.code_files`) lists the
+    project file `file`, in dvc.yaml's order."""
+    from pipeline.deps.plan import code_files
+    from pipeline.params import load_params
+
+    listed = {name for name, files in code_files(root, load_params(root / "params.yaml")).items()
+              if file in files}  # fmt: skip
+    # a digest per stage (`train@baseline`) or one a `foreach` family shares (`post`)
     return [n for n in stages(root) if n in listed or n.split("@")[0] in listed]
 
 

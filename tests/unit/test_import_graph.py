@@ -49,6 +49,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         ("bias", "retrieval", "data", "ordering", "train.losses", "metrics", "models", "post"),
         # what the stages run: training, reranking, evaluation of any run, provenance, audits
         ("train", "rerank", "provenance", "measures", "evaluate_run", "audit", "doctor",
+         "doctor_checkpoints",
          "doctor_exp", "doctor_cache", "doctor_queue",
          "pyterrier"),
         ("report", "grid", "deps"),  # tables, plots, docs; the grid on a cluster; code deps
