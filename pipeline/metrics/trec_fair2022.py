@@ -414,7 +414,7 @@ def task1_scores(
 ) -> pl.DataFrame:
     """Per query `nDCG, AWRF, Score` (`awrf.py`, `AWRFMetric.__call__`) of the run's top
     `target_len` (what the Task 1 submission file holds), prefixed `trecfair.`."""
-    rel = _relevant(qrels)
+    rel = relevant_docs(qrels)
     rows = []
     for (qid,), part in run.sort("query_id", "rank").group_by("query_id", maintain_order=True):
         ranking = part["doc_id"].head(target_len).to_list()
@@ -526,7 +526,7 @@ def task2_scores(
 ) -> pl.DataFrame:
     """Per query `EE-L, EE-D, EE-R, L2UEXP, TotUEXP`, prefixed `trecfair.`, from
     `query_id, rep_number, rank, doc_id` rankings (`sample_rankings` or a read submission)."""
-    rel = _relevant(qrels)
+    rel = relevant_docs(qrels)
     qual = dict(quality.select("doc_id", "quality").iter_rows())
     rows = []
     ordered = rankings.sort("query_id", "rep_number", "rank")
@@ -635,7 +635,9 @@ def applies(mode: Mode, alignments: pl.DataFrame | None) -> bool:
     return mode == "on" or (mode == "auto" and has_track_dimensions(alignments))
 
 
-def _dims(alignments: pl.DataFrame | None, backgrounds: Backgrounds | None) -> TrackDims:
+def dims_of(alignments: pl.DataFrame | None, backgrounds: Backgrounds | None) -> TrackDims:
+    """The track's dimensions built from the documents' ``alignments`` (an `InputError` with
+    the fix where there are none; a missing dimension is logged)."""
     if alignments is None:
         raise InputError(
             "trecfair: the TREC Fair 2022 variant needs the documents' alignments per "
@@ -663,7 +665,7 @@ def task1_metrics(
     """Per-query `trecfair.nDCG, trecfair.AWRF, trecfair.Score` (Task 1 on the run's top
     500). `alignments`: per dimension (`data/alignments.parquet`, ir_datasets field names,
     see `track_alignments`); `qrels`: `query_id, doc_id, relevance` (relevant: > 0)."""
-    return task1_scores(run, qrels, _dims(alignments, backgrounds))
+    return task1_scores(run, qrels, dims_of(alignments, backgrounds))
 
 
 def task2_metrics(
@@ -686,7 +688,7 @@ def task2_metrics(
             QUALITY_FIELD, QUALITY_FIELD,
         )  # fmt: skip
         return run.select(pl.col("query_id").cast(pl.Utf8)).unique(maintain_order=True)
-    dims = _dims(alignments, backgrounds)
+    dims = dims_of(alignments, backgrounds)
     rankings = sample_rankings(run, temperature=temperature, seed=seed)
     return task2_scores(rankings, qrels, quality, dims)
 
@@ -708,7 +710,8 @@ def trec_fair_metrics(
     return out.join(task2, on="query_id", how="left")
 
 
-def _relevant(qrels: pl.DataFrame) -> dict[str, list[str]]:
+def relevant_docs(qrels: pl.DataFrame) -> dict[str, list[str]]:
+    """``{query: its relevant documents, sorted}`` of ``qrels`` (relevance > 0)."""
     rel = qrels.filter(pl.col("relevance") > 0).sort("query_id", "doc_id")
     return {
         str(q): docs

@@ -166,7 +166,7 @@ def task1_rerank(
 ) -> pl.DataFrame:
     """``query_id, doc_id, score, rank``: each query re-ranked by `greedy_order`; scores are
     the base list's scores in rank order (score and rank agree)."""
-    judged = tf._relevant(qrels) if qrels is not None else {}
+    judged = tf.relevant_docs(qrels) if qrels is not None else {}
     parts = []
     for (qid,), part in run.group_by("query_id", maintain_order=True):
         part = base_order(part)
@@ -292,9 +292,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="sampled relevant articles per query (default: all)",
     )
     ap.add_argument("--relevant", choices=["run", "qrels"], default="run")
-    ap.add_argument("--assumed-relevant", type=int, default=100)
-    ap.add_argument("--grid", type=float, nargs="+", default=list(GRID))
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--assumed-relevant", type=int, default=Task1Config.assumed_relevant)
+    ap.add_argument("--grid", type=float, nargs="+", default=list(Task2Config.grid))
+    ap.add_argument("--seed", type=int, default=Task2Config.seed)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -303,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         data = extract_trec_fair(TrecFairConfig(dimensions=tuple(args.dimensions),
                                                 docs_per_query=args.docs_per_query))  # fmt: skip
         run = read_run(args.run)
-        dims = tf._dims(data.alignments, None)
+        dims = tf.dims_of(data.alignments, None)
         train = data.queries.filter(pl.col("split") == "train")["query_id"].to_list()
         result = write_files(run, dims, data.qrels, tf.quality_table(data.alignments), train,
                              args.out, cfg1, cfg2)  # fmt: skip

@@ -281,7 +281,7 @@ def test_both_files_on_the_miniature_are_valid_and_read_back(
     assert back2.height == len(queries) * tf.TASK2_RANKINGS * tf.TASK2_LENGTH
     # the project's metrics read the files back
     alignments, qrels = data.alignments, data.qrels
-    dims = tf._dims(alignments, None)
+    dims = tf.dims_of(alignments, None)
     greedy = tf.task1_scores(back1, qrels, dims)
     base = tf.task1_scores(run, qrels, dims)
     assert greedy.height == len(queries) and greedy["trecfair.Score"].null_count() == 0
